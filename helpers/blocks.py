@@ -1,0 +1,132 @@
+"""Records every extractor yields: text plus the exact place it came from.
+
+Extractors are generators (`extract(path, ctx) -> Iterator[TextBlock]`) so memory stays bounded
+however large the document is; the chunker turns blocks into parent sections and child chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class BlockKind(StrEnum):
+    HEADING = "heading"  # starts a new heading level; text is the heading itself
+    PARAGRAPH = "paragraph"
+    TABLE_ROW = "table_row"  # one Markdown row; `table_header` holds the header row(s)
+    CODE = "code"  # fenced code kept whole up to a bound
+    NOTE = "note"  # speaker notes, footnotes, comments
+    NEEDS_OCR = "needs_ocr"  # a page/image with no text layer and no OCR engine: text is ""
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where a block sits in its file; only the fields the format has are set."""
+
+    page: int | None = None  # 1-based page (PDF, image page of a TIFF)
+    sheet: str | None = None  # spreadsheet sheet name
+    cell_range: str | None = None  # "A1:D40" within `sheet`
+    slide: int | None = None  # 1-based slide number
+    heading_path: tuple[str, ...] = ()  # breadcrumb of headings above the block
+    line_start: int | None = None  # 1-based line range for text-like formats
+    line_end: int | None = None
+
+    def label(self) -> str:
+        """Human-readable place, e.g. 'p. 3', 'Prices!A1:D40', 'slide 4', 'lines 10-24'."""
+        parts: list[str] = []
+        if self.page is not None:
+            parts.append(f"p. {self.page}")
+        if self.sheet is not None:
+            parts.append(f"{self.sheet}!{self.cell_range}" if self.cell_range else self.sheet)
+        if self.slide is not None:
+            parts.append(f"slide {self.slide}")
+        if self.heading_path:
+            parts.append(" > ".join(self.heading_path))
+        if self.line_start is not None:
+            end = self.line_end if self.line_end is not None else self.line_start
+            parts.append(
+                f"line {end}" if end == self.line_start else f"lines {self.line_start}-{end}"
+            )
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in ("page", "sheet", "cell_range", "slide", "line_start", "line_end"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.heading_path:
+            out["heading_path"] = list(self.heading_path)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Location:
+        return cls(
+            page=data.get("page"),
+            sheet=data.get("sheet"),
+            cell_range=data.get("cell_range"),
+            slide=data.get("slide"),
+            heading_path=tuple(data.get("heading_path") or ()),
+            line_start=data.get("line_start"),
+            line_end=data.get("line_end"),
+        )
+
+    def same_unit(self, other: Location) -> bool:
+        """True when both lie in the same page/sheet/slide/heading section (one parent)."""
+        return (
+            self.page == other.page
+            and self.sheet == other.sheet
+            and self.slide == other.slide
+            and self.heading_path == other.heading_path
+        )
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    text: str
+    location: Location
+    kind: BlockKind = BlockKind.PARAGRAPH
+    table_header: str | None = None  # for TABLE_ROW: header row(s) repeated in every chunk
+    ocr: bool = False  # the text came from OCR (the OCR-fuzzy channel applies to it)
+
+
+@dataclass(frozen=True)
+class ExtractLimits:
+    max_file_bytes: int = 100 * 1024 * 1024  # per-file size cap; larger files are reported
+    max_decompressed_bytes: int = 512 * 1024 * 1024  # zip-bomb guard for OOXML/ODF/EPUB
+    max_text_chars: int = 20_000_000  # stop extracting a single document past this
+    max_line_chars: int = 1_000_000  # a single "line" longer than this is cut into pieces
+
+
+class ExtractionError(Exception):
+    """A file that cannot be extracted; `hint` says what the user can do about it."""
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+# Renders a PIL image of one page to OCR text; None when no OCR engine is configured.
+OcrFunction = Callable[[Any], "OcrText"]
+
+
+@dataclass(frozen=True)
+class OcrText:
+    text: str
+    engine: str  # e.g. "tesseract 5.3.0 eng+tha+rus"
+    note: str = ""  # e.g. why a vision-model correction was rejected
+
+
+@dataclass(frozen=True)
+class ExtractContext:
+    limits: ExtractLimits = field(default_factory=ExtractLimits)
+    ocr: OcrFunction | None = None  # set when an OCR engine is available
+    ocr_unavailable_hint: str = ""  # what to install when `ocr` is None
+    ocr_min_chars: int = 16  # a page with fewer text-layer characters is treated as scanned
+    should_cancel: Callable[[], bool] = lambda: False  # checked inside long extractions

@@ -1,0 +1,226 @@
+"""The one SQLite file: connection settings, the schema in one place, numbered migrations."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+# Writers hold the lock for one document at a time (well under a second); readers never wait in
+# WAL mode. 30 s lets a cancel or a second sync_kb queue behind a slow document instead of
+# failing with "database is locked".
+BUSY_TIMEOUT_MS = 30_000
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,          -- relative to the knowledge dir, '/'-separated
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    format TEXT NOT NULL,               -- file suffix without the dot, e.g. 'pdf'
+    title TEXT NOT NULL,
+    status TEXT NOT NULL,               -- indexed | failed | needs_ocr
+    error TEXT,                         -- reason when failed (with hint)
+    chunk_scheme INTEGER NOT NULL,      -- chunking version that produced the rows
+    ocr_engine TEXT,
+    ocr_pages TEXT,                     -- JSON list of OCRed page numbers
+    needs_ocr_pages TEXT,               -- JSON list of pages without text and without OCR
+    section_count INTEGER NOT NULL DEFAULT 0,
+    chunk_count INTEGER NOT NULL DEFAULT 0,
+    indexed_at REAL NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS sections (
+    id INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    location TEXT NOT NULL              -- JSON of helpers.blocks.Location
+);
+CREATE INDEX IF NOT EXISTS sections_document ON sections(document_id, ordinal);
+
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
+    ordinal INTEGER NOT NULL,
+    text TEXT NOT NULL,                 -- breadcrumb + content, as embedded and shown
+    norm TEXT NOT NULL,                 -- helpers.text_normalize.fold(text): short-query scans
+    text_hash TEXT NOT NULL,            -- sha256 of text: semantic vectors are reused by it
+    location TEXT NOT NULL,
+    ocr INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_section ON chunks(section_id);
+
+-- Folded title/path/body; rowid = chunks.id. A plain (not contentless) table, because SQLite
+-- 3.40 cannot delete rows from a contentless one.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, path, body, tokenize = 'trigram case_sensitive 0'
+);
+
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,                -- queued|running|cancelling|cancelled|succeeded|failed
+    phase TEXT NOT NULL,                -- prepare|files|cleanup|semantic|done
+    scope TEXT NOT NULL DEFAULT '',     -- sub-folder the job covers ('' = whole knowledge dir)
+    pid INTEGER,
+    heartbeat REAL,
+    cancel_requested INTEGER NOT NULL DEFAULT 0,
+    total_files INTEGER NOT NULL DEFAULT 0,
+    completed_files INTEGER NOT NULL DEFAULT 0,
+    total_bytes INTEGER NOT NULL DEFAULT 0,
+    done_bytes INTEGER NOT NULL DEFAULT 0,
+    current_file TEXT,
+    added INTEGER NOT NULL DEFAULT 0,
+    updated INTEGER NOT NULL DEFAULT 0,
+    unchanged INTEGER NOT NULL DEFAULT 0,
+    removed INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0,
+    semantic_done INTEGER NOT NULL DEFAULT 0,
+    semantic_total INTEGER NOT NULL DEFAULT 0,
+    message TEXT,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    updated_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE INDEX IF NOT EXISTS jobs_created ON jobs(created_at);
+
+CREATE TABLE IF NOT EXISTS job_errors (
+    id INTEGER PRIMARY KEY,
+    job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,
+    message TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_errors_job ON job_errors(job_id);
+
+-- Semantic vectors: one generation per (model fingerprint, build); search reads the newest
+-- generation with ready = 1, so a failed or cancelled build is never seen.
+CREATE TABLE IF NOT EXISTS semantic_generations (
+    id INTEGER PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    model_name TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    ready INTEGER NOT NULL DEFAULT 0,
+    vector_count INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    finished_at REAL
+);
+
+-- Vectors packed BLOCK_SIZE to a row (float16, row-major) for fast streaming scans;
+-- chunk_ids is a little-endian int64 array and text_hashes concatenated 16-byte digests, both
+-- parallel to the vectors.
+CREATE TABLE IF NOT EXISTS semantic_blocks (
+    generation_id INTEGER NOT NULL REFERENCES semantic_generations(id) ON DELETE CASCADE,
+    block_no INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    chunk_ids BLOB NOT NULL,
+    text_hashes BLOB NOT NULL,
+    vectors BLOB NOT NULL,
+    PRIMARY KEY (generation_id, block_no)
+);
+""",
+}
+
+
+def connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Autocommit connection (explicit BEGIN IMMEDIATE for writes), WAL, foreign keys on."""
+    if readonly:
+        conn = sqlite3.connect(
+            f"{db_path.resolve().as_uri()}?mode=ro",
+            uri=True,
+            isolation_level=None,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            check_same_thread=False,
+        )
+    else:
+        conn = sqlite3.connect(
+            str(db_path),
+            isolation_level=None,
+            timeout=BUSY_TIMEOUT_MS / 1000,
+            check_same_thread=False,
+        )
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not readonly:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (never a half-written row set)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+    ).fetchone()
+    if not exists:
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every migration newer than the file's version; idempotent, one transaction each."""
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"index schema {current} is newer than this program ({SCHEMA_VERSION}); "
+            "upgrade MCP-RagDoc or point --data-dir at a fresh folder"
+        )
+    for version in range(current + 1, SCHEMA_VERSION + 1):
+        with write_transaction(conn):
+            for statement in _split_statements(_MIGRATIONS[version]):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(version),),
+            )
+            conn.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('created_at', ?)",
+                (str(time.time()),),
+            )
+    return SCHEMA_VERSION
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a migration into statements (sqlite3.complete_statement handles ';' in comments)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
+
+
+def open_index(db_path: Path) -> sqlite3.Connection:
+    """Open (creating and migrating if needed) the index for reading and writing."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(db_path)
+    migrate(conn)
+    return conn

@@ -1,0 +1,304 @@
+"""Persistent sync jobs: one writer ever, visible from any process, dead workers detected.
+
+The single-writer rule is enforced twice: a job row in an active state (created under
+BEGIN IMMEDIATE, so two callers serialise) and an exclusive flock on `<data-dir>/sync.lock` held
+by the worker for its whole life. The kernel drops the flock when the worker dies, however it
+dies, which is how a crashed job is told apart from a slow one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rag_db import write_transaction
+
+ACTIVE_STATES = ("queued", "running", "cancelling")
+FINAL_STATES = ("cancelled", "succeeded", "failed")
+# A queued job whose worker has not taken the lock after this long never started (spawn failed,
+# machine overloaded past reason); worker start-up takes well under a second.
+QUEUED_GRACE_S = 30.0
+# A running job whose heartbeat is this old and whose pid is gone is dead even without the lock
+# check (e.g. the data dir is on a file system without flock support).
+HEARTBEAT_STALE_S = 15.0
+MAX_ERRORS_SHOWN = 200  # per-file errors returned by status; all are kept in the table
+
+
+@dataclass(frozen=True)
+class JobView:
+    """The job as every face shows it (MCP, CLI, console)."""
+
+    job_id: str
+    state: str
+    phase: str
+    scope: str
+    percent: float
+    current_file: str | None
+    completed_files: int
+    total_files: int
+    done_bytes: int
+    total_bytes: int
+    eta_seconds: float | None
+    counts: dict[str, int]
+    semantic: dict[str, int]
+    errors: list[dict[str, str]]
+    error_count: int
+    message: str | None
+    pid: int | None
+    created_at: float
+    started_at: float | None
+    updated_at: float
+    finished_at: float | None
+    heartbeat: float | None
+    already_running: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "state": self.state,
+            "phase": self.phase,
+            "scope": self.scope,
+            "percent": round(self.percent, 1),
+            "current_file": self.current_file,
+            "completed_files": self.completed_files,
+            "total_files": self.total_files,
+            "done_bytes": self.done_bytes,
+            "total_bytes": self.total_bytes,
+            "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds, 1),
+            "counts": self.counts,
+            "semantic": self.semantic,
+            "errors": self.errors,
+            "error_count": self.error_count,
+            "message": self.message,
+            "pid": self.pid,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "updated_at": self.updated_at,
+            "finished_at": self.finished_at,
+            "heartbeat": self.heartbeat,
+            "already_running": self.already_running,
+        }
+
+
+def lock_is_held(lock_path: Path) -> bool:
+    """True when some process (the worker) holds the sync lock right now."""
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def acquire_worker_lock(lock_path: Path, wait_s: float = 10.0) -> int | None:
+    """Take the sync lock for this process's life; None if another worker holds it."""
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.ftruncate(fd, 0)
+            os.write(fd, str(os.getpid()).encode())
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.05)
+
+
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by the server that spawned it) is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def reconcile_dead_jobs(conn: sqlite3.Connection, lock_path: Path) -> int:
+    """Mark active jobs whose worker is gone as failed (caller holds a write transaction)."""
+    rows = conn.execute(
+        f"SELECT id, state, pid, heartbeat, created_at FROM jobs "
+        f"WHERE state IN ({','.join('?' * len(ACTIVE_STATES))})",
+        ACTIVE_STATES,
+    ).fetchall()
+    if not rows:
+        return 0
+    held = lock_is_held(lock_path)
+    now = time.time()
+    dead = 0
+    for row in rows:
+        if row["state"] == "queued" and now - row["created_at"] < QUEUED_GRACE_S:
+            continue
+        stale = row["heartbeat"] is None or now - row["heartbeat"] > HEARTBEAT_STALE_S
+        # The flock is authoritative (the worker holds it from claim to exit); the pid and
+        # heartbeat only matter where flock is not honoured (some network file systems).
+        if held and not (stale and not _pid_alive(row["pid"])):
+            continue
+        reason = (
+            "worker never started"
+            if row["state"] == "queued"
+            else f"worker died (pid {row['pid']}); documents committed before it died are "
+            "kept, the next sync_kb picks up the rest"
+        )
+        conn.execute(
+            "UPDATE jobs SET state = 'failed', phase = 'done', message = ?, "
+            "finished_at = ?, updated_at = ? WHERE id = ?",
+            (reason, now, now, row["id"]),
+        )
+        dead += 1
+    return dead
+
+
+def create_or_get_active(conn: sqlite3.Connection, lock_path: Path, scope: str) -> tuple[str, bool]:
+    """(job id, already_running): the active job if there is one, else a new queued job."""
+    with write_transaction(conn):
+        reconcile_dead_jobs(conn, lock_path)
+        row = conn.execute(
+            f"SELECT id FROM jobs WHERE state IN ({','.join('?' * len(ACTIVE_STATES))}) "
+            "ORDER BY created_at DESC LIMIT 1",
+            ACTIVE_STATES,
+        ).fetchone()
+        if row:
+            return row["id"], True
+        job_id = time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+        now = time.time()
+        conn.execute(
+            "INSERT INTO jobs(id, state, phase, scope, created_at, updated_at) "
+            "VALUES (?, 'queued', 'prepare', ?, ?, ?)",
+            (job_id, scope, now, now),
+        )
+        return job_id, False
+
+
+def mark_spawn_failed(conn: sqlite3.Connection, job_id: str, message: str) -> None:
+    now = time.time()
+    with write_transaction(conn):
+        conn.execute(
+            "UPDATE jobs SET state = 'failed', phase = 'done', message = ?, finished_at = ?, "
+            "updated_at = ? WHERE id = ? AND state = 'queued'",
+            (message, now, now, job_id),
+        )
+
+
+def request_cancel(conn: sqlite3.Connection, job_id: str) -> bool:
+    """Flag an active job for cooperative cancel; False when it is already final."""
+    with write_transaction(conn):
+        cur = conn.execute(
+            "UPDATE jobs SET cancel_requested = 1, "
+            "state = CASE WHEN state = 'running' THEN 'cancelling' ELSE state END, "
+            "updated_at = ? WHERE id = ? AND state IN ('queued', 'running', 'cancelling')",
+            (time.time(), job_id),
+        )
+        return cur.rowcount > 0
+
+
+def load_job(conn: sqlite3.Connection, job_id: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+
+
+def latest_job_id(conn: sqlite3.Connection) -> str | None:
+    row = conn.execute("SELECT id FROM jobs ORDER BY created_at DESC LIMIT 1").fetchone()
+    return row["id"] if row else None
+
+
+def recent_job_ids(conn: sqlite3.Connection, limit: int) -> list[str]:
+    rows = conn.execute("SELECT id FROM jobs ORDER BY created_at DESC LIMIT ?", (limit,))
+    return [r["id"] for r in rows]
+
+
+def job_view(conn: sqlite3.Connection, row: sqlite3.Row, already_running: bool = False) -> JobView:
+    errors = [
+        {"path": e["path"], "message": e["message"]}
+        for e in conn.execute(
+            "SELECT path, message FROM job_errors WHERE job_id = ? ORDER BY id LIMIT ?",
+            (row["id"], MAX_ERRORS_SHOWN),
+        )
+    ]
+    error_count = conn.execute(
+        "SELECT COUNT(*) FROM job_errors WHERE job_id = ?", (row["id"],)
+    ).fetchone()[0]
+    return JobView(
+        job_id=row["id"],
+        state=row["state"],
+        phase=row["phase"],
+        scope=row["scope"],
+        percent=_percent(row),
+        current_file=row["current_file"],
+        completed_files=row["completed_files"],
+        total_files=row["total_files"],
+        done_bytes=row["done_bytes"],
+        total_bytes=row["total_bytes"],
+        eta_seconds=_eta(row),
+        counts={
+            k: row[k] for k in ("added", "updated", "unchanged", "removed", "failed", "skipped")
+        },
+        semantic={"done": row["semantic_done"], "total": row["semantic_total"]},
+        errors=errors,
+        error_count=error_count,
+        message=row["message"],
+        pid=row["pid"],
+        created_at=row["created_at"],
+        started_at=row["started_at"],
+        updated_at=row["updated_at"],
+        finished_at=row["finished_at"],
+        heartbeat=row["heartbeat"],
+        already_running=already_running,
+    )
+
+
+# Share of the progress bar each phase owns: files dominate; the semantic build, when it runs,
+# takes the last part (it is the slow part on a CPU).
+_FILES_SHARE_WITH_SEMANTIC = 0.90
+
+
+def _percent(row: sqlite3.Row) -> float:
+    if row["state"] == "succeeded":
+        return 100.0
+    if row["phase"] == "prepare":
+        return 0.0
+    total_bytes = row["total_bytes"] or 0
+    if total_bytes:
+        files_fraction = min(1.0, row["done_bytes"] / total_bytes)
+    elif row["total_files"]:
+        files_fraction = min(1.0, row["completed_files"] / row["total_files"])
+    else:
+        files_fraction = 1.0 if row["phase"] in ("cleanup", "semantic", "done") else 0.0
+    if row["semantic_total"]:
+        semantic_fraction = row["semantic_done"] / row["semantic_total"]
+        share = _FILES_SHARE_WITH_SEMANTIC
+        return 100.0 * (share * files_fraction + (1 - share) * semantic_fraction)
+    return 99.0 * files_fraction if row["phase"] != "done" else 100.0 * files_fraction
+
+
+def _eta(row: sqlite3.Row) -> float | None:
+    if row["state"] not in ("running", "cancelling") or not row["started_at"]:
+        return None
+    elapsed = (row["updated_at"] or time.time()) - row["started_at"]
+    fraction = _percent(row) / 100.0
+    if fraction <= 0.01 or elapsed <= 0:
+        return None
+    return max(0.0, elapsed * (1 - fraction) / fraction)

@@ -1,0 +1,475 @@
+"""The service boundary: MCP tools, CLI, web console and eval call these functions and nothing else.
+
+Validates every argument (tool input is untrusted; the configuration is not), opens the index
+per call (cheap, and safe across threads and processes), and starts the detached sync worker.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import rag_jobs
+import rag_search
+from helpers import extractors
+from helpers.chunking import CHUNK_SCHEME
+from helpers.safety import PathRejected, normalize_user_path, resolve_inside
+from rag_config import REPO_DIR, Config
+from rag_db import SCHEMA_VERSION, connect, open_index, schema_version
+from rag_errors import ConfigError, IndexMissing, InvalidArgument, NotFound, RagError
+from rag_jobs import JobView
+from rag_results import SearchResult
+
+TOP_K_MIN, TOP_K_MAX = 1, 50  # more than 50 hits floods an agent's context for no gain
+QUERY_MAX_CHARS = 1000  # longer "queries" are documents pasted by mistake
+MODES = ("hybrid", "lexical", "semantic")
+WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
+JOB_POLL_S = 0.25
+
+__all__ = [
+    "RagError",
+    "check_config",
+    "search",
+    "start_sync",
+    "sync_status",
+    "cancel_sync",
+    "list_jobs",
+    "health",
+    "wait_for_job",
+]
+
+
+# -- configuration -----------------------------------------------------------------------------
+def check_config(config: Config) -> list[str]:
+    """Problems that stop every tool but rag_health, each phrased with its fix."""
+    problems: list[str] = []
+    kd = config.knowledge_dir
+    if not kd.exists():
+        problems.append(f"knowledge dir {kd} does not exist: create it or pass --knowledge-dir")
+    elif not kd.is_dir():
+        problems.append(f"knowledge dir {kd} is not a folder: pass a folder to --knowledge-dir")
+    elif not os.access(kd, os.R_OK | os.X_OK):
+        problems.append(f"knowledge dir {kd} is not readable: fix its permissions")
+    data = config.data_dir
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+        config.logs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        problems.append(f"data dir {data} cannot be created ({exc.strerror}): pass --data-dir")
+    else:
+        if not os.access(data, os.W_OK):
+            problems.append(f"data dir {data} is not writable: pass a writable --data-dir")
+    if config.db_path.exists() and not os.access(config.db_path, os.R_OK):
+        problems.append(f"index {config.db_path} is not readable: fix permissions or pass --db")
+    return problems
+
+
+def _require_config(config: Config) -> None:
+    problems = check_config(config)
+    if problems:
+        raise ConfigError(problems[0], "fix the launch arguments; rag_health lists all problems")
+
+
+def _read_conn(config: Config) -> sqlite3.Connection:
+    _require_config(config)
+    if not config.db_path.exists():
+        raise IndexMissing("nothing is indexed yet", "run sync_kb (or `rag_server.py sync`) first")
+    try:
+        conn = connect(config.db_path)
+        version = schema_version(conn)
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(
+            f"index {config.db_path} cannot be opened: {exc}",
+            "move the file away and run sync_kb to rebuild it",
+        ) from exc
+    if version != SCHEMA_VERSION:
+        conn.close()
+        if version == 0:
+            raise IndexMissing("nothing is indexed yet", "run sync_kb first")
+        return _write_conn(config)  # migrates forward
+    return conn
+
+
+def _write_conn(config: Config) -> sqlite3.Connection:
+    _require_config(config)
+    try:
+        return open_index(config.db_path)
+    except (sqlite3.DatabaseError, RuntimeError) as exc:
+        raise ConfigError(
+            f"index {config.db_path} cannot be opened: {exc}",
+            "move the file away and run sync_kb to rebuild it",
+        ) from exc
+
+
+# -- search ------------------------------------------------------------------------------------
+def _validate_file_types(file_types: Sequence[str] | None) -> tuple[str, ...]:
+    if not file_types:
+        return ()
+    known = {s.lstrip(".") for s in extractors.SUPPORTED_SUFFIXES}
+    out: list[str] = []
+    for ft in file_types:
+        norm = ft.strip().lower().lstrip(".")
+        if norm not in known:
+            raise InvalidArgument(
+                f"unknown file type {ft!r}", f"use one of: {', '.join(sorted(known))}"
+            )
+        out.append(norm)
+    return tuple(sorted(set(out)))
+
+
+def _parse_modified_after(value: str | None) -> int | None:
+    if not value:
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise InvalidArgument(
+            f"modified_after {value!r} is not a date", "use ISO 8601, e.g. 2026-01-31"
+        ) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return int(moment.timestamp() * 1_000_000_000)
+
+
+def validate_search_args(
+    query: str, top_k: int, mode: str, path_prefix: str | None
+) -> tuple[str, str]:
+    """(stripped query, normalised prefix) or InvalidArgument."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidArgument("query is empty", "pass the words to look for")
+    if len(query) > QUERY_MAX_CHARS:
+        raise InvalidArgument(
+            f"query is {len(query)} characters (max {QUERY_MAX_CHARS})", "shorten the query"
+        )
+    if (
+        isinstance(top_k, bool)
+        or not isinstance(top_k, int)
+        or not (TOP_K_MIN <= top_k <= TOP_K_MAX)
+    ):
+        raise InvalidArgument(
+            f"top_k must be between {TOP_K_MIN} and {TOP_K_MAX}, got {top_k!r}",
+            "8 suits most questions",
+        )
+    if mode not in MODES:
+        raise InvalidArgument(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
+    try:
+        prefix = normalize_user_path(path_prefix) if path_prefix else ""
+    except PathRejected as exc:
+        raise InvalidArgument(str(exc), exc.hint) from exc
+    return query.strip(), prefix
+
+
+def search(
+    config: Config,
+    query: str,
+    top_k: int = 8,
+    path_prefix: str | None = None,
+    file_types: Sequence[str] | None = None,
+    mode: str = "hybrid",
+    modified_after: str | None = None,
+    channels: Sequence[str] | None = None,
+) -> SearchResult:
+    query, prefix = validate_search_args(query, top_k, mode, path_prefix)
+    filters = rag_search.Filters(
+        path_prefix=prefix,
+        file_types=_validate_file_types(file_types),
+        modified_after_ns=_parse_modified_after(modified_after),
+    )
+    warnings: list[str] = []
+    if mode in ("hybrid", "semantic"):
+        semantic = semantic_state(config)
+        if semantic["state"] != "ready":
+            if mode == "semantic":
+                raise InvalidArgument(
+                    f"semantic search is {semantic['state']}", semantic.get("hint", "")
+                )
+            warnings.append(f"semantic search {semantic['state']}: lexical results only")
+    if channels is not None:
+        unknown = [c for c in channels if c not in rag_search.LEXICAL_CHANNELS]
+        if unknown:
+            raise InvalidArgument(
+                f"unknown channel(s) {unknown}", f"use {sorted(rag_search.LEXICAL_CHANNELS)}"
+            )
+    conn = _read_conn(config)
+    try:
+        options = rag_search.SearchOptions(
+            top_k=top_k,
+            filters=filters,
+            mode=mode,
+            channels=tuple(channels) if channels is not None else None,
+            knowledge_dir=config.knowledge_dir,
+        )
+        result = rag_search.search(conn, query, options)
+    finally:
+        conn.close()
+    if warnings:
+        result = SearchResult(
+            query=result.query,
+            mode=result.mode,
+            hits=result.hits,
+            sections=result.sections,
+            elapsed_ms=result.elapsed_ms,
+            warnings=[*result.warnings, *warnings],
+            channels_used=result.channels_used,
+        )
+    return result
+
+
+# -- sync jobs ---------------------------------------------------------------------------------
+def _spawn_worker(config: Config, job_id: str) -> subprocess.Popen[bytes]:
+    log_path = config.logs_dir / f"worker-{job_id}.log"
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(WORKER_SCRIPT),
+                "--job-id",
+                job_id,
+                "--config-json",
+                config.to_json(),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            cwd=str(REPO_DIR),
+            start_new_session=True,  # survives the MCP client killing our process group
+            close_fds=True,
+        )
+    # Reap it when it exits so a long-lived server never keeps a zombie that looks alive.
+    threading.Thread(target=proc.wait, name=f"reap-{job_id}", daemon=True).start()
+    return proc
+
+
+def start_sync(config: Config, path: str | None = None) -> JobView:
+    """Start the detached worker (or return the job already running); returns at once."""
+    scope = ""
+    if path:
+        try:
+            scope = normalize_user_path(path)
+            target = resolve_inside(config.knowledge_dir, scope)
+        except PathRejected as exc:
+            raise InvalidArgument(str(exc), exc.hint) from exc
+        if not target.is_dir():
+            raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
+    conn = _write_conn(config)
+    try:
+        job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
+        if not already:
+            try:
+                _spawn_worker(config, job_id)
+            except OSError as exc:
+                rag_jobs.mark_spawn_failed(conn, job_id, f"cannot start worker: {exc}")
+        row = rag_jobs.load_job(conn, job_id)
+        assert row is not None
+        return rag_jobs.job_view(conn, row, already_running=already)
+    finally:
+        conn.close()
+
+
+def _job_or_latest(conn: sqlite3.Connection, config: Config, job_id: str | None) -> JobView:
+    # Reconciling needs a write transaction; it is tiny and only runs when a job is active.
+    active = conn.execute(
+        "SELECT 1 FROM jobs WHERE state IN ('queued','running','cancelling') LIMIT 1"
+    ).fetchone()
+    if active:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            rag_jobs.reconcile_dead_jobs(conn, config.lock_path)
+        finally:
+            conn.execute("COMMIT")
+    jid = job_id or rag_jobs.latest_job_id(conn)
+    if jid is None:
+        raise NotFound("no sync job has run yet", "call sync_kb to start one")
+    row = rag_jobs.load_job(conn, jid)
+    if row is None:
+        raise NotFound(f"unknown job id {jid!r}", "call sync_status without job_id for the latest")
+    return rag_jobs.job_view(conn, row)
+
+
+def sync_status(config: Config, job_id: str | None = None) -> JobView:
+    conn = _read_conn(config)
+    try:
+        return _job_or_latest(conn, config, job_id)
+    finally:
+        conn.close()
+
+
+def cancel_sync(config: Config, job_id: str) -> JobView:
+    conn = _read_conn(config)
+    try:
+        view = _job_or_latest(conn, config, job_id)
+        if view.state in rag_jobs.ACTIVE_STATES:
+            rag_jobs.request_cancel(conn, view.job_id)
+            view = _job_or_latest(conn, config, view.job_id)
+        return view
+    finally:
+        conn.close()
+
+
+def list_jobs(config: Config, limit: int = 20) -> list[JobView]:
+    if not 1 <= limit <= 500:
+        raise InvalidArgument("limit must be between 1 and 500")
+    conn = _read_conn(config)
+    try:
+        views = []
+        for jid in rag_jobs.recent_job_ids(conn, limit):
+            row = rag_jobs.load_job(conn, jid)
+            if row is not None:
+                views.append(rag_jobs.job_view(conn, row))
+        return views
+    finally:
+        conn.close()
+
+
+def wait_for_job(
+    config: Config,
+    job_id: str,
+    on_progress: Callable[[JobView], None] | None = None,
+    timeout_s: float | None = None,
+) -> JobView:
+    """Poll until the job is final (the CLI's foreground sync and `rag_eval --sync`)."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while True:
+        view = sync_status(config, job_id)
+        if on_progress:
+            on_progress(view)
+        if view.state in rag_jobs.FINAL_STATES:
+            return view
+        if deadline is not None and time.monotonic() > deadline:
+            return view
+        time.sleep(JOB_POLL_S)
+
+
+# -- health ------------------------------------------------------------------------------------
+def semantic_state(config: Config) -> dict[str, Any]:
+    if not config.semantic:
+        return {"state": "off", "hint": "start with --semantic on to enable semantic search"}
+    try:
+        from helpers import semantic_model
+    except ImportError:
+        return {"state": "unavailable", "hint": "semantic support is not installed"}
+    availability = semantic_model.check_availability(
+        config.semantic_model_dir, enabled=config.semantic, cache_dir=config.data_dir / "cache"
+    )
+    return {
+        "state": availability.state,
+        "reason": availability.reason,
+        "hint": availability.hint,
+    }
+
+
+def ocr_state(config: Config) -> dict[str, Any]:
+    try:
+        from helpers import ocr
+    except ImportError:
+        return {"state": "unavailable", "hint": "apt-get install tesseract-ocr"}
+    status = ocr.ocr_status(ocr.OcrConfig(langs=config.ocr_langs, tesseract_cmd=config.ocr_cmd))
+    return {
+        "state": "available" if status.available else "unavailable",
+        "engine": status.engine,
+        "version": status.version,
+        "langs_missing": list(status.langs_missing),
+        "hint": status.hint,
+    }
+
+
+def health(config: Config) -> dict[str, Any]:
+    """Never reads document bodies and never raises: a broken setup is described, with fixes."""
+    problems = check_config(config)
+    report: dict[str, Any] = {
+        "status": "ok",
+        "knowledge_dir": str(config.knowledge_dir),
+        "data_dir": str(config.data_dir),
+        "db_path": str(config.db_path),
+        "schema_version": None,
+        "chunk_scheme": CHUNK_SCHEME,
+        "documents": {},
+        "sections": 0,
+        "chunks": 0,
+        "stale_documents": 0,
+        "last_job": None,
+        "semantic": _safe(lambda: semantic_state(config)),
+        "ocr": _safe(lambda: ocr_state(config)),
+        "supported_formats": sorted(s.lstrip(".") for s in extractors.SUPPORTED_SUFFIXES),
+        "problems": problems,
+        "warnings": [],
+    }
+    if not problems and config.db_path.exists():
+        try:
+            conn = connect(config.db_path)
+            try:
+                _fill_index_stats(conn, config, report)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            problems.append(f"index {config.db_path} cannot be read ({exc}): move it away and sync")
+    elif not problems:
+        report["warnings"].append("nothing is indexed yet: run sync_kb")
+    if report["semantic"].get("state") not in ("ready", "off"):
+        report["warnings"].append(
+            f"semantic search {report['semantic'].get('state')}: {report['semantic'].get('hint')}"
+        )
+    if problems:
+        report["status"] = "error"
+    elif report["warnings"]:
+        report["status"] = "degraded"
+    return report
+
+
+def _safe(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return fn()
+    except Exception as exc:  # health must answer even when a subsystem is broken
+        return {"state": "error", "hint": f"{type(exc).__name__}: {exc}"}
+
+
+def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str, Any]) -> None:
+    report["schema_version"] = schema_version(conn)
+    if report["schema_version"] == 0:
+        report["warnings"].append("nothing is indexed yet: run sync_kb")
+        return
+    by_status = {
+        r["status"]: r["n"]
+        for r in conn.execute("SELECT status, COUNT(*) AS n FROM documents GROUP BY status")
+    }
+    report["documents"] = {"total": sum(by_status.values()), **by_status}
+    report["sections"] = conn.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
+    report["chunks"] = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    report["stale_documents"] = conn.execute(
+        "SELECT COUNT(*) FROM documents WHERE chunk_scheme != ?", (CHUNK_SCHEME,)
+    ).fetchone()[0]
+    if report["stale_documents"]:
+        report["warnings"].append(
+            f"{report['stale_documents']} documents use an older chunking scheme: run sync_kb"
+        )
+    if by_status.get("failed"):
+        report["warnings"].append(f"{by_status['failed']} files failed to index: see rag_list")
+    if by_status.get("needs_ocr"):
+        report["warnings"].append(
+            f"{by_status['needs_ocr']} documents have scanned pages without OCR text"
+        )
+    jid = rag_jobs.latest_job_id(conn)
+    if jid:
+        row = rag_jobs.load_job(conn, jid)
+        if row is not None:
+            view = rag_jobs.job_view(conn, row)
+            report["last_job"] = {
+                k: view.to_dict()[k]
+                for k in (
+                    "job_id",
+                    "state",
+                    "phase",
+                    "percent",
+                    "counts",
+                    "error_count",
+                    "message",
+                    "finished_at",
+                )
+            }

@@ -1,0 +1,441 @@
+"""The lexical index lifecycle: plan the changes, extract and write each document atomically.
+
+Every document is written in its own BEGIN IMMEDIATE transaction (old rows out, new rows in), so
+a cancel or a killed worker never leaves a half-written document and searches keep working
+throughout (WAL). The caller (sync_job_worker) supplies progress and cancel through `SyncObserver`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from helpers import extractors
+from helpers.blocks import BlockKind, ExtractContext, ExtractionError, ExtractLimits, TextBlock
+from helpers.chunking import CHUNK_SCHEME, Section, build_sections
+from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_files
+from helpers.text_normalize import clean_text, fold
+from rag_db import write_transaction
+
+HASH_BLOCK_BYTES = 1024 * 1024  # streaming sha256: constant memory for any file size
+TITLE_SCAN_BLOCKS = 40
+COUNT_KEYS = (
+    "added",
+    "updated",
+    "unchanged",
+    "removed",
+    "failed",
+    "skipped",
+)  # a heading this early in the file is taken as its title
+
+
+class JobCancelled(BaseException):
+    """Raised inside extraction when cancel is requested.
+
+    A BaseException so an extractor's `except Exception` cannot swallow it.
+    """
+
+
+class SyncObserver(Protocol):
+    def check_cancel(self) -> None:
+        """Raise JobCancelled when a cancel was requested."""
+
+    def on_phase(self, phase: str) -> None: ...
+
+    def on_plan(self, total_files: int, total_bytes: int) -> None: ...
+
+    def on_file_start(self, rel_path: str) -> None: ...
+
+    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None: ...
+
+    def on_error(self, rel_path: str, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ExistingDoc:
+    id: int
+    size: int
+    mtime_ns: int
+    sha256: str
+    chunk_scheme: int
+    status: str
+
+
+@dataclass
+class SyncPlan:
+    candidates: list[FileEntry] = field(default_factory=list)  # new, changed or stale
+    unchanged: int = 0
+    skipped: list[SkippedEntry] = field(default_factory=list)
+    removed: list[tuple[int, str]] = field(default_factory=list)  # (document id, path)
+    existing: dict[str, ExistingDoc] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DocumentContent:
+    title: str
+    sections: list[Section]
+    needs_ocr_pages: list[int]
+    ocr_pages: list[int]
+    ocr_engine: str | None
+    truncated: bool
+
+
+def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> SyncPlan:
+    """Compare the folder with the index by size + mtime_ns (hashes only for what changed)."""
+    plan = SyncPlan()
+    for row in conn.execute(
+        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status FROM documents"
+    ):
+        if in_scope(row["path"], scope):
+            plan.existing[row["path"]] = ExistingDoc(
+                row["id"],
+                row["size"],
+                row["mtime_ns"],
+                row["sha256"],
+                row["chunk_scheme"],
+                row["status"],
+            )
+    seen: set[str] = set()
+    for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope):
+        if isinstance(entry, SkippedEntry):
+            plan.skipped.append(entry)
+            continue
+        seen.add(entry.rel_path)
+        old = plan.existing.get(entry.rel_path)
+        if (
+            old is not None
+            and old.size == entry.size
+            and old.mtime_ns == entry.mtime_ns
+            and old.chunk_scheme == CHUNK_SCHEME
+            and old.status == "indexed"
+        ):
+            plan.unchanged += 1
+        else:
+            plan.candidates.append(entry)
+    plan.removed = [(doc.id, path) for path, doc in plan.existing.items() if path not in seen]
+    return plan
+
+
+def file_sha256(path: Path, observer: SyncObserver | None = None) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(HASH_BLOCK_BYTES):
+            digest.update(chunk)
+            if observer is not None:
+                observer.check_cancel()
+    return digest.hexdigest()
+
+
+def extract_document(
+    entry: FileEntry, ctx: ExtractContext, observer: SyncObserver
+) -> DocumentContent:
+    """Run the format's extractor and chunk it; raises ExtractionError for unreadable files."""
+    extract = extractors.extractor_for(entry.abs_path)
+    if extract is None:
+        raise ExtractionError(f"unsupported format: {entry.abs_path.suffix}")
+    needs_ocr: list[int] = []
+    ocr_pages: set[int] = set()
+    ocr_engine: str | None = None
+    title: str | None = None
+    budget = ctx.limits.max_text_chars
+    truncated = False
+
+    def blocks() -> Iterator[TextBlock]:
+        nonlocal title, budget, truncated
+        for index, block in enumerate(extract(entry.abs_path, ctx)):
+            observer.check_cancel()
+            if block.kind == BlockKind.NEEDS_OCR:
+                needs_ocr.append(block.location.page or 1)
+                continue
+            text = clean_text(block.text)
+            if not text.strip():
+                continue
+            if block.ocr and block.location.page is not None:
+                ocr_pages.add(block.location.page)
+            if title is None and index < TITLE_SCAN_BLOCKS and block.kind == BlockKind.HEADING:
+                title = text.strip()[:200]
+            budget -= len(text)
+            if budget < 0:
+                truncated = True
+                return
+            yield TextBlock(text, block.location, block.kind, block.table_header, block.ocr)
+
+    try:
+        sections = list(build_sections(blocks()))
+    except (ExtractionError, JobCancelled):
+        raise
+    except MemoryError as exc:
+        raise ExtractionError("out of memory while extracting", "raise --max-file-mb") from exc
+    except RecursionError as exc:
+        raise ExtractionError("document nesting too deep to read") from exc
+    except OSError as exc:
+        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
+    except Exception as exc:  # a library bug on a hostile file must not stop the job
+        raise ExtractionError(f"{type(exc).__name__} while extracting: {exc}"[:500]) from exc
+    if ocr_pages:
+        ocr_engine = getattr(ctx.ocr, "engine_name", None) or "ocr"
+    return DocumentContent(
+        title=title or entry.abs_path.stem,
+        sections=sections,
+        needs_ocr_pages=sorted(set(needs_ocr)),
+        ocr_pages=sorted(ocr_pages),
+        ocr_engine=ocr_engine,
+        truncated=truncated,
+    )
+
+
+def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
+    conn.execute(
+        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE document_id = ?)",
+        (doc_id,),
+    )
+    conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+    conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
+
+
+def write_document(
+    conn: sqlite3.Connection, entry: FileEntry, sha256: str, content: DocumentContent
+) -> None:
+    """Replace the document's rows in one transaction."""
+    if content.needs_ocr_pages and not content.sections:
+        status = "needs_ocr"
+    elif content.needs_ocr_pages:
+        status = "needs_ocr"  # partly searchable; the scanned pages are listed
+    else:
+        status = "indexed"
+    note = None
+    if content.needs_ocr_pages:
+        note = f"pages without a text layer (need OCR): {_page_list(content.needs_ocr_pages)}"
+    if content.truncated:
+        note = "text truncated at the per-document character limit"
+    fmt = extractors.format_of(entry.abs_path)
+    folded_path = fold(entry.rel_path)
+    folded_title = fold(content.title)
+    with write_transaction(conn):
+        row = conn.execute("SELECT id FROM documents WHERE path = ?", (entry.rel_path,)).fetchone()
+        if row:
+            doc_id = row["id"]
+            _delete_document_rows(conn, doc_id)
+        else:
+            doc_id = None
+        values = (
+            entry.size,
+            entry.mtime_ns,
+            sha256,
+            fmt,
+            content.title,
+            status,
+            note,
+            CHUNK_SCHEME,
+            content.ocr_engine,
+            json.dumps(content.ocr_pages) if content.ocr_pages else None,
+            json.dumps(content.needs_ocr_pages) if content.needs_ocr_pages else None,
+            len(content.sections),
+            sum(len(s.children) for s in content.sections),
+            time.time(),
+        )
+        if doc_id is None:
+            doc_id = conn.execute(
+                "INSERT INTO documents(size, mtime_ns, sha256, format, title, status, error, "
+                "chunk_scheme, ocr_engine, ocr_pages, needs_ocr_pages, section_count, "
+                "chunk_count, indexed_at, path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (*values, entry.rel_path),
+            ).lastrowid
+        else:
+            conn.execute(
+                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, title=?, status=?, "
+                "error=?, chunk_scheme=?, ocr_engine=?, ocr_pages=?, needs_ocr_pages=?, "
+                "section_count=?, chunk_count=?, indexed_at=? WHERE id=?",
+                (*values, doc_id),
+            )
+        for ordinal, section in enumerate(content.sections):
+            section_id = conn.execute(
+                "INSERT INTO sections(document_id, ordinal, text, location) VALUES (?,?,?,?)",
+                (doc_id, ordinal, section.text, json.dumps(section.location.to_dict())),
+            ).lastrowid
+            for child_ordinal, child in enumerate(section.children):
+                norm = fold(child.text)
+                chunk_id = conn.execute(
+                    "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
+                    "location, ocr) VALUES (?,?,?,?,?,?,?,?)",
+                    (
+                        doc_id,
+                        section_id,
+                        child_ordinal,
+                        child.text,
+                        norm,
+                        hashlib.sha256(child.text.encode()).hexdigest(),
+                        json.dumps(child.location.to_dict()),
+                        int(child.ocr),
+                    ),
+                ).lastrowid
+                conn.execute(
+                    "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?,?,?,?)",
+                    (chunk_id, folded_title, folded_path, norm),
+                )
+
+
+def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reason: str) -> None:
+    """A failed file keeps a documents row (status failed + reason) and no searchable rows."""
+    fmt = extractors.format_of(entry.abs_path)
+    with write_transaction(conn):
+        row = conn.execute("SELECT id FROM documents WHERE path = ?", (entry.rel_path,)).fetchone()
+        if row:
+            _delete_document_rows(conn, row["id"])
+            conn.execute(
+                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
+                "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
+                "WHERE id=?",
+                (
+                    entry.size,
+                    entry.mtime_ns,
+                    sha256,
+                    fmt,
+                    reason,
+                    CHUNK_SCHEME,
+                    time.time(),
+                    row["id"],
+                ),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
+                "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
+                (
+                    entry.rel_path,
+                    entry.size,
+                    entry.mtime_ns,
+                    sha256,
+                    fmt,
+                    entry.abs_path.stem,
+                    reason,
+                    CHUNK_SCHEME,
+                    time.time(),
+                ),
+            )
+
+
+def update_stat_only(conn: sqlite3.Connection, doc_id: int, entry: FileEntry) -> None:
+    with write_transaction(conn):
+        conn.execute(
+            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+            (entry.size, entry.mtime_ns, doc_id),
+        )
+
+
+def remove_document(conn: sqlite3.Connection, doc_id: int) -> None:
+    with write_transaction(conn):
+        _delete_document_rows(conn, doc_id)
+        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+
+
+def _page_list(pages: list[int]) -> str:
+    shown = ", ".join(str(p) for p in pages[:20])
+    return shown + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
+
+
+def sync_files(
+    conn: sqlite3.Connection,
+    knowledge_dir: Path,
+    scope: str,
+    ctx_base: ExtractContext,
+    observer: SyncObserver,
+    counts: dict[str, int],
+) -> None:
+    """Plan, index the candidates, remove what disappeared, keeping `counts` current."""
+    for key in COUNT_KEYS:
+        counts.setdefault(key, 0)
+    observer.on_phase("prepare")
+    plan = plan_sync(conn, knowledge_dir, scope)
+    counts["unchanged"] = plan.unchanged
+    counts["skipped"] = len(plan.skipped)
+    for skipped in plan.skipped:
+        observer.on_error(skipped.rel_path, f"skipped: {skipped.reason}")
+    observer.on_plan(len(plan.candidates), sum(e.size for e in plan.candidates))
+    observer.on_phase("files")
+    ctx = ExtractContext(
+        limits=ctx_base.limits,
+        ocr=ctx_base.ocr,
+        ocr_unavailable_hint=ctx_base.ocr_unavailable_hint,
+        ocr_min_chars=ctx_base.ocr_min_chars,
+        should_cancel=lambda: observer.check_cancel() or False,
+    )
+    for entry in plan.candidates:
+        observer.check_cancel()
+        observer.on_file_start(entry.rel_path)
+        outcome, error = _sync_one(conn, entry, plan.existing.get(entry.rel_path), ctx, observer)
+        counts[outcome] += 1
+        if error:
+            observer.on_error(entry.rel_path, error)
+        observer.on_file_done(entry.rel_path, outcome, entry.size, error)
+    observer.on_phase("cleanup")
+    for doc_id, _path in plan.removed:
+        observer.check_cancel()
+        remove_document(conn, doc_id)
+        counts["removed"] += 1
+
+
+def _sync_one(
+    conn: sqlite3.Connection,
+    entry: FileEntry,
+    old: ExistingDoc | None,
+    ctx: ExtractContext,
+    observer: SyncObserver,
+) -> tuple[str, str | None]:
+    """Index one file; returns (outcome, error message or None)."""
+    limits: ExtractLimits = ctx.limits
+    if entry.size > limits.max_file_bytes:
+        reason = (
+            f"file is {entry.size / 1048576:.0f} MB, over the "
+            f"{limits.max_file_bytes / 1048576:.0f} MB limit (hint: raise --max-file-mb)"
+        )
+        write_failure(conn, entry, "", reason)
+        return "failed", reason
+    try:
+        sha = file_sha256(entry.abs_path, observer)
+    except OSError as exc:
+        reason = f"cannot read file: {exc.strerror or exc}"
+        write_failure(conn, entry, "", reason)
+        return "failed", reason
+    # Same bytes: keep the rows. Failed files are always retried (the cause may be outside the
+    # file: permissions, a missing converter), and scans are retried once OCR is available.
+    if (
+        old is not None
+        and old.sha256 == sha
+        and old.chunk_scheme == CHUNK_SCHEME
+        and (old.status == "indexed" or (old.status == "needs_ocr" and ctx.ocr is None))
+    ):
+        update_stat_only(conn, old.id, entry)
+        return "unchanged", None
+    try:
+        content = extract_document(entry, ctx, observer)
+        _check_unchanged_while_read(entry)
+    except ExtractionError as exc:
+        reason = str(exc)
+        write_failure(conn, entry, sha, reason)
+        return "failed", reason
+    write_document(conn, entry, sha, content)
+    error = None
+    if content.needs_ocr_pages:
+        error = (
+            f"no text layer on pages {_page_list(content.needs_ocr_pages)}"
+            f" (hint: {ctx.ocr_unavailable_hint or 'install tesseract-ocr'})"
+        )
+    return ("updated" if old is not None else "added"), error
+
+
+def _check_unchanged_while_read(entry: FileEntry) -> None:
+    try:
+        st = entry.abs_path.stat()
+    except FileNotFoundError as exc:
+        raise ExtractionError("file vanished while being read") from exc
+    if st.st_size != entry.size or st.st_mtime_ns != entry.mtime_ns:
+        raise ExtractionError(
+            "file changed while being read", "it is read again on the next sync_kb"
+        )

@@ -1,0 +1,276 @@
+"""Detached sync worker: `python sync_job_worker.py --job-id ID --config-json JSON`.
+
+Started by rag_service with start_new_session=True, so it outlives the MCP server that started
+it. It holds the sync lock for its whole life, keeps its job row current (progress, heartbeat)
+once a second from a side thread, and honours cancel between files, inside extraction and during
+cleanup. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sqlite3
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+
+import rag_jobs
+from helpers.blocks import ExtractContext, ExtractLimits
+from rag_config import Config
+from rag_db import connect, open_index, write_transaction
+from rag_sync import JobCancelled, sync_files
+
+HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
+
+log = logging.getLogger("ragdoc.worker")
+
+
+@dataclass
+class _Progress:
+    phase: str = "prepare"
+    total_files: int = 0
+    completed_files: int = 0
+    total_bytes: int = 0
+    done_bytes: int = 0
+    current_file: str | None = None
+    semantic_done: int = 0
+    semantic_total: int = 0
+
+
+class JobReporter:
+    """Keeps progress in memory; a side thread writes it and reads the cancel flag each second."""
+
+    def __init__(self, config: Config, job_id: str) -> None:
+        self.config = config
+        self.job_id = job_id
+        self.progress = _Progress()
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._cancel = threading.Event()
+        self._stop = threading.Event()
+        self._errors: list[tuple[str, str]] = []
+        self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+
+    # -- SyncObserver --------------------------------------------------------------------------
+    def check_cancel(self) -> None:
+        if self._cancel.is_set():
+            raise JobCancelled()
+
+    def on_phase(self, phase: str) -> None:
+        with self._lock:
+            self.progress.phase = phase
+            if phase != "files":
+                self.progress.current_file = None
+
+    def on_plan(self, total_files: int, total_bytes: int) -> None:
+        with self._lock:
+            self.progress.total_files = total_files
+            self.progress.total_bytes = total_bytes
+
+    def on_file_start(self, rel_path: str) -> None:
+        with self._lock:
+            self.progress.current_file = rel_path
+
+    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
+        with self._lock:
+            self.progress.completed_files += 1
+            self.progress.done_bytes += size
+
+    def on_error(self, rel_path: str, message: str) -> None:
+        with self._lock:
+            self._errors.append((rel_path, message[:2000]))
+
+    def on_semantic(self, done: int, total: int) -> None:
+        with self._lock:
+            self.progress.semantic_done = done
+            self.progress.semantic_total = total
+
+    # -- persistence ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _beat(self) -> None:
+        conn = connect(self.config.db_path)
+        try:
+            while not self._stop.wait(HEARTBEAT_INTERVAL_S):
+                try:
+                    self.flush(conn)
+                except Exception:  # a busy database must not kill the heartbeat
+                    log.exception("heartbeat write failed")
+        finally:
+            conn.close()
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            p = self.progress
+            counts = dict(self.counts)
+            errors, self._errors = self._errors, []
+            values = (
+                p.phase,
+                p.total_files,
+                p.completed_files,
+                p.total_bytes,
+                p.done_bytes,
+                p.current_file,
+                p.semantic_done,
+                p.semantic_total,
+                time.time(),
+                time.time(),
+            )
+        with write_transaction(conn):
+            conn.execute(
+                "UPDATE jobs SET phase=?, total_files=?, completed_files=?, total_bytes=?, "
+                "done_bytes=?, current_file=?, semantic_done=?, semantic_total=?, heartbeat=?, "
+                "updated_at=? WHERE id=?",
+                (*values, self.job_id),
+            )
+            conn.execute(
+                "UPDATE jobs SET added=?, updated=?, unchanged=?, removed=?, failed=?, "
+                "skipped=? WHERE id=?",
+                (
+                    *(
+                        counts.get(k, 0)
+                        for k in ("added", "updated", "unchanged", "removed", "failed", "skipped")
+                    ),
+                    self.job_id,
+                ),
+            )
+            conn.executemany(
+                "INSERT INTO job_errors(job_id, path, message) VALUES (?, ?, ?)",
+                [(self.job_id, path, message) for path, message in errors],
+            )
+            row = conn.execute(
+                "SELECT cancel_requested FROM jobs WHERE id = ?", (self.job_id,)
+            ).fetchone()
+        if row and row["cancel_requested"]:
+            self._cancel.set()
+
+    def request_cancel_locally(self) -> None:
+        self._cancel.set()
+
+
+def _claim(conn, job_id: str) -> bool:  # type: ignore[no-untyped-def]
+    with write_transaction(conn):
+        row = rag_jobs.load_job(conn, job_id)
+        if row is None or row["state"] != "queued":
+            return False
+        now = time.time()
+        state = "cancelling" if row["cancel_requested"] else "running"
+        conn.execute(
+            "UPDATE jobs SET state=?, pid=?, started_at=?, heartbeat=?, updated_at=? WHERE id=?",
+            (state, os.getpid(), now, now, now, job_id),
+        )
+    return True
+
+
+def _finish(conn, job_id: str, state: str, message: str | None) -> None:  # type: ignore[no-untyped-def]
+    now = time.time()
+    with write_transaction(conn):
+        conn.execute(
+            "UPDATE jobs SET state=?, phase='done', message=?, current_file=NULL, "
+            "finished_at=?, updated_at=?, heartbeat=? WHERE id=?",
+            (state, message, now, now, now, job_id),
+        )
+
+
+def build_extract_context(config: Config) -> ExtractContext:
+    """Limits from the config, plus OCR when an engine is installed."""
+    limits = ExtractLimits(max_file_bytes=config.max_file_bytes)
+    ocr_function = None
+    hint = "install an OCR engine: apt-get install tesseract-ocr tesseract-ocr-eng"
+    try:
+        from helpers import ocr
+
+        ocr_config = ocr.OcrConfig(
+            langs=config.ocr_langs,
+            tesseract_cmd=config.ocr_cmd,
+            vlm_url=config.ocr_vlm_url,
+            vlm_model=config.ocr_vlm_model,
+        )
+        status = ocr.ocr_status(ocr_config)
+        hint = status.hint or hint
+        ocr_function = ocr.make_ocr_function(ocr_config) if status.available else None
+    except ImportError:
+        log.warning("OCR helper not present; scanned pages are reported as needing OCR")
+    return ExtractContext(limits=limits, ocr=ocr_function, ocr_unavailable_hint=hint)
+
+
+def run_job(config: Config, job_id: str) -> int:
+    conn = open_index(config.db_path)
+    lock_fd = rag_jobs.acquire_worker_lock(config.lock_path)
+    if lock_fd is None:
+        _finish(conn, job_id, "failed", "another sync worker holds the lock")
+        return 2
+    if not _claim(conn, job_id):
+        log.info("job %s is no longer queued; exiting", job_id)
+        return 0
+    reporter = JobReporter(config, job_id)
+    signal.signal(signal.SIGTERM, lambda *_: reporter.request_cancel_locally())
+    reporter.flush(conn)
+    reporter.start()
+    row = rag_jobs.load_job(conn, job_id)
+    scope = row["scope"] if row else ""
+    try:
+        sync_files(
+            conn,
+            config.knowledge_dir,
+            scope,
+            build_extract_context(config),
+            reporter,
+            reporter.counts,
+        )
+        reporter.check_cancel()
+        reporter.on_phase("semantic")
+        _semantic_phase(conn, config, reporter)
+        state, message = "succeeded", None
+    except JobCancelled:
+        state, message = "cancelled", "cancelled on request; documents indexed so far are kept"
+    except Exception as exc:
+        log.error("job %s failed: %s", job_id, traceback.format_exc())
+        state, message = "failed", f"{type(exc).__name__}: {exc}"
+    reporter.stop()
+    reporter.on_phase("done")
+    reporter.flush(conn)
+    _finish(conn, job_id, state, message)
+    os.close(lock_fd)
+    return 0 if state != "failed" else 1
+
+
+def _semantic_phase(conn, config: Config, reporter: JobReporter) -> None:  # type: ignore[no-untyped-def]
+    """Build vectors for new/changed chunks when semantic search is enabled and available."""
+    if not config.semantic:
+        return
+    try:
+        import rag_semantic
+    except ImportError:
+        return
+    rag_semantic.sync_phase(
+        conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--job-id", required=True)
+    parser.add_argument("--config-json", required=True)
+    args = parser.parse_args(argv)
+    config = Config.from_json(args.config_json)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return run_job(config, args.job_id)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
