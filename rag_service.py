@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import rag_documents
 import rag_jobs
 import rag_search
 from helpers import extractors
@@ -473,3 +474,98 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
                     "finished_at",
                 )
             }
+
+
+# -- listing and reading -----------------------------------------------------------------------
+def list_documents(
+    config: Config,
+    path_prefix: str | None = None,
+    status: str | None = None,
+    limit: int = 100,
+    offset: int = 0,
+    sort: str = "path",
+    descending: bool = False,
+    contains: str | None = None,
+) -> dict[str, Any]:
+    """Indexed files (paged server-side) with status, size, chunk count and failure reason."""
+    if not 1 <= limit <= 1000:
+        raise InvalidArgument(f"limit must be between 1 and 1000, got {limit}")
+    if offset < 0:
+        raise InvalidArgument("offset must be >= 0")
+    if status is not None and status not in rag_documents.STATUSES:
+        raise InvalidArgument(
+            f"unknown status {status!r}", f"use one of {', '.join(rag_documents.STATUSES)}"
+        )
+    if sort not in rag_documents.LIST_SORT_COLUMNS:
+        raise InvalidArgument(
+            f"unknown sort {sort!r}", f"use one of {', '.join(rag_documents.LIST_SORT_COLUMNS)}"
+        )
+    try:
+        prefix = normalize_user_path(path_prefix) if path_prefix else ""
+    except PathRejected as exc:
+        raise InvalidArgument(str(exc), exc.hint) from exc
+    conn = _read_conn(config)
+    try:
+        return rag_documents.list_documents(
+            conn,
+            config.knowledge_dir,
+            rag_documents.ListQuery(
+                path_prefix=prefix,
+                status=status,
+                contains=(contains or "").strip(),
+                sort=sort,
+                descending=descending,
+                limit=limit,
+                offset=offset,
+            ),
+        )
+    finally:
+        conn.close()
+
+
+def read_document(
+    config: Config,
+    path: str,
+    section_id: int | None = None,
+    location: dict[str, Any] | None = None,
+    before: int = 1,
+    after: int = 1,
+    offset: int = 0,
+) -> dict[str, Any]:
+    """The section at a hit (by section_id or location) with neighbours, or the whole document."""
+    try:
+        rel = normalize_user_path(path)
+    except PathRejected as exc:
+        raise InvalidArgument(str(exc), exc.hint) from exc
+    if not 0 <= before <= 20 or not 0 <= after <= 20:
+        raise InvalidArgument("before and after must be between 0 and 20")
+    if offset < 0:
+        raise InvalidArgument("offset must be >= 0")
+    allowed = {"page", "sheet", "cell_range", "slide", "heading", "line"}
+    if location and set(location) - allowed:
+        raise InvalidArgument(
+            f"unknown location keys {sorted(set(location) - allowed)}",
+            f"use {sorted(allowed)}",
+        )
+    conn = _read_conn(config)
+    try:
+        doc = rag_documents.find_document(conn, rel)
+        if doc is None:
+            raise NotFound(f"{rel!r} is not indexed", "use rag_list or rag_search to find paths")
+        result = rag_documents.read_sections(
+            conn,
+            doc,
+            section_id=section_id,
+            location=location,
+            before=before,
+            after=after,
+            offset=offset,
+        )
+    finally:
+        conn.close()
+    if not result["found"]:
+        raise NotFound(
+            f"no section of {rel!r} matches {section_id or location}",
+            "pass a section_id from rag_search, or omit location to read from the start",
+        )
+    return result
