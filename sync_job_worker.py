@@ -253,6 +253,8 @@ def _semantic_phase(conn, config: Config, reporter: JobReporter) -> None:  # typ
         import rag_semantic
     except ImportError:
         return
+    if not hasattr(rag_semantic, "sync_phase"):  # semantic build not wired in yet
+        return
     rag_semantic.sync_phase(
         conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
     )

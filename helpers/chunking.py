@@ -26,7 +26,8 @@ CODE_BLOCK_MAX_CHARS = 2000  # fenced code up to this stays one piece; longer is
 
 _WORD = re.compile(r"\S+\s*|\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_CELL = re.compile(r"^([A-Z]+)(\d+)$")
+_THAI_CHAR = re.compile("[\u0e00-\u0e7f]")
+_CJK_CHAR = re.compile("[\u3040-\u9fff\uac00-\ud7af]")
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,11 @@ def estimate_tokens(text: str) -> int:
     """Upper estimate of XLM-R SentencePiece tokens (never low, so children never overflow)."""
     total = 0
     for word in text.split():
-        thai_chars = sum(1 for ch in word if "\u0e00" <= ch <= "\u0e7f")
-        cjk = sum(1 for ch in word if "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af")
+        if word.isascii():
+            total += 1 + len(word) // 4
+            continue
+        thai_chars = len(_THAI_CHAR.findall(word))
+        cjk = len(_CJK_CHAR.findall(word))
         other = len(word) - thai_chars - cjk
         total += math.ceil(thai_chars / 2) + cjk + (1 + other // 4 if other else 0)
     return total
@@ -235,7 +239,7 @@ def _overlap(window: list[tuple[str, int, TextBlock]]) -> list[tuple[str, int, T
 def _word_atoms(text: str) -> list[str]:
     atoms: list[str] = []
     for word in _WORD.findall(text):
-        if estimate_tokens(word) > 8 and thai.THAI_RUN.search(word):
+        if not word.isascii() and thai.THAI_RUN.search(word) and estimate_tokens(word) > 8:
             atoms.extend(thai.segment_keep_spacing(word))
         else:
             atoms.append(word)
