@@ -1,0 +1,57 @@
+"""Shared fixtures: real folders, real configs, real worker processes."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from rag_config import Config  # noqa: E402
+
+WORDS = (
+    "invoice payment contract server search index document report budget meeting "
+    "quarter revenue customer support agreement notice termination upgrade"
+).split()
+
+
+def make_config(knowledge: Path, data: Path, **overrides: object) -> Config:
+    base = {"semantic": False}
+    base.update(overrides)
+    return Config(
+        knowledge_dir=knowledge.resolve(),
+        data_dir=data.resolve(),
+        db_path=(data / "index.sqlite3").resolve(),
+        **base,  # type: ignore[arg-type]
+    )
+
+
+@pytest.fixture
+def knowledge(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def config(tmp_path: Path, knowledge: Path) -> Config:
+    return make_config(knowledge, tmp_path / "state")
+
+
+def write_corpus(root: Path, count: int, words_per_file: int = 300, seed: int = 7) -> list[Path]:
+    """`count` Markdown files of random business words (a folder that takes a while to sync)."""
+    rng = random.Random(seed)
+    paths = []
+    for i in range(count):
+        path = root / f"part{i % 10}" / f"note-{i:05d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        body = " ".join(rng.choice(WORDS) for _ in range(words_per_file))
+        path.write_text(f"# Note {i}\n\n{body}\n\nmarker{i:05d}\n", encoding="utf-8")
+        paths.append(path)
+    return paths

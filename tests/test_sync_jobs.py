@@ -1,0 +1,241 @@
+"""The detached worker: persistent jobs, progress, cancel, crash recovery, one writer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, make_config, write_corpus
+
+import rag_service
+from rag_config import Config
+from rag_db import connect
+
+
+def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")
+
+
+def index_is_consistent(db_path: Path) -> None:
+    """Integrity ok, and every document's rows are complete (no half-written document)."""
+    conn = connect(db_path)
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = conn.execute(
+            "SELECT d.id, d.path, d.status, d.chunk_count, d.section_count, "
+            "(SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunks, "
+            "(SELECT COUNT(*) FROM sections s WHERE s.document_id = d.id) AS sections, "
+            "(SELECT COUNT(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+            " WHERE c.document_id = d.id) AS fts FROM documents d"
+        ).fetchall()
+        for r in rows:
+            assert r["chunks"] == r["chunk_count"] == r["fts"], dict(r)
+            assert r["sections"] == r["section_count"], dict(r)
+        orphans = conn.execute(
+            "SELECT COUNT(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)"
+        ).fetchone()[0]
+        assert orphans == 0
+    finally:
+        conn.close()
+
+
+def test_sync_indexes_a_folder_and_a_resync_changes_nothing(config: Config, knowledge: Path):
+    write_corpus(knowledge, 20)
+    job = rag_service.start_sync(config)
+    assert job.state in ("queued", "running")
+    done = rag_service.wait_for_job(config, job.job_id, timeout_s=60)
+    assert done.state == "succeeded", done.to_dict()
+    assert done.counts["added"] == 20
+    assert done.percent == 100.0
+    again = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    assert again.counts["unchanged"] == 20 and again.counts["added"] == 0
+    index_is_consistent(config.db_path)
+
+
+def test_changed_removed_and_touched_files_are_detected(config: Config, knowledge: Path):
+    paths = write_corpus(knowledge, 5)
+    rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    paths[0].write_text("# Changed\n\nzebra crossing\n", encoding="utf-8")
+    paths[1].unlink()
+    os.utime(paths[2], None)  # new mtime, same bytes: re-hashed, not re-extracted
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    assert view.counts["updated"] == 1
+    assert view.counts["removed"] == 1
+    assert view.counts["unchanged"] == 3
+    hits = rag_service.search(config, "zebra crossing", mode="lexical").hits
+    assert hits and hits[0].path == paths[0].relative_to(knowledge).as_posix()
+    index_is_consistent(config.db_path)
+
+
+def test_cancel_mid_sync_keeps_committed_documents_searchable(config: Config, knowledge: Path):
+    write_corpus(knowledge, 1200)
+    job = rag_service.start_sync(config)
+    wait_until(lambda: rag_service.sync_status(config, job.job_id).completed_files >= 100)
+    cancelled = rag_service.cancel_sync(config, job.job_id)
+    assert cancelled.state in ("cancelling", "cancelled")
+    final = rag_service.wait_for_job(config, job.job_id, timeout_s=60)
+    assert final.state == "cancelled", final.to_dict()
+    assert 0 < final.counts["added"] < 1200
+    index_is_consistent(config.db_path)
+    conn = connect(config.db_path)
+    indexed = [r[0] for r in conn.execute("SELECT path FROM documents")]
+    conn.close()
+    marker = Path(indexed[0]).stem.split("-")[1]
+    hits = rag_service.search(config, f"marker{marker}", mode="lexical").hits
+    assert hits and hits[0].path == indexed[0]
+    resumed = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
+    assert resumed.state == "succeeded"
+    assert resumed.counts["unchanged"] == final.counts["added"]
+    assert resumed.counts["added"] == 1200 - final.counts["added"]
+
+
+def test_progress_is_published_while_the_job_runs(config: Config, knowledge: Path):
+    write_corpus(knowledge, 1000)
+    job = rag_service.start_sync(config)
+    seen = set()
+
+    def progressed() -> bool:
+        view = rag_service.sync_status(config, job.job_id)
+        if view.state == "running" and view.phase == "files":
+            seen.add(view.completed_files)
+        return len(seen) >= 3 or view.state == "succeeded"
+
+    wait_until(progressed, timeout=120)
+    view = rag_service.sync_status(config, job.job_id)
+    assert len(seen) >= 3, "progress never moved while running"
+    assert view.total_files == 1000
+    running = rag_service.sync_status(config, job.job_id)
+    if running.state == "running":
+        assert running.heartbeat is not None and time.time() - running.heartbeat < 5
+    rag_service.wait_for_job(config, job.job_id, timeout_s=120)
+
+
+def test_killed_worker_is_reported_failed_and_the_next_sync_converges(
+    config: Config, knowledge: Path
+):
+    write_corpus(knowledge, 1200)
+    job = rag_service.start_sync(config)
+    view = wait_until(
+        lambda: (v := rag_service.sync_status(config, job.job_id)).completed_files >= 50 and v
+    )
+    os.kill(view.pid, signal.SIGKILL)
+    dead = wait_until(
+        lambda: (v := rag_service.sync_status(config, job.job_id)).state == "failed" and v,
+        timeout=30,
+    )
+    assert "worker died" in dead.message
+    index_is_consistent(config.db_path)
+    again = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
+    assert again.state == "succeeded"
+    conn = connect(config.db_path)
+    assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 1200
+    conn.close()
+    index_is_consistent(config.db_path)
+
+
+def _start_sync_in_subprocess(config: Config) -> subprocess.Popen[str]:
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]);"
+        "import rag_service; from rag_config import Config;"
+        "print(json.dumps(rag_service.start_sync(Config.from_json(sys.argv[2])).to_dict()))"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", code, str(REPO), config.to_json()],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_concurrent_sync_calls_from_two_processes_start_one_worker(config: Config, knowledge: Path):
+    write_corpus(knowledge, 800)
+    procs = [_start_sync_in_subprocess(config) for _ in range(4)]
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    job_ids = {r["job_id"] for r in results}
+    assert len(job_ids) == 1, results
+    assert sum(1 for r in results if not r["already_running"]) == 1
+    final = rag_service.wait_for_job(config, job_ids.pop(), timeout_s=120)
+    assert final.state == "succeeded"
+    conn = connect(config.db_path)
+    assert conn.execute("SELECT COUNT(*) FROM jobs").fetchone()[0] == 1
+    conn.close()
+
+
+def test_searches_are_answered_while_a_sync_writes(config: Config, knowledge: Path):
+    write_corpus(knowledge, 30, seed=1)
+    rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    write_corpus(knowledge / "more", 800, seed=2)
+    job = rag_service.start_sync(config)
+    answered = 0
+    while rag_service.sync_status(config, job.job_id).state in ("queued", "running"):
+        result = rag_service.search(config, "invoice payment", mode="lexical")
+        assert result.hits
+        answered += 1
+    assert answered >= 3
+    assert rag_service.sync_status(config, job.job_id).state == "succeeded"
+
+
+def test_a_corrupt_file_is_reported_and_the_job_goes_on(config: Config, knowledge: Path):
+    write_corpus(knowledge, 3)
+    (knowledge / "binary.txt").write_bytes(b"\x00\x01\x02PK\x03\x04" * 500)
+    (knowledge / "big.txt").write_bytes(b"a" * (2 * 1024 * 1024))
+    small_cap = make_config(knowledge, config.data_dir, max_file_bytes=1024 * 1024)
+    view = rag_service.wait_for_job(
+        small_cap, rag_service.start_sync(small_cap).job_id, timeout_s=60
+    )
+    assert view.state == "succeeded"
+    assert view.counts["added"] == 3 and view.counts["failed"] == 2
+    errors = {e["path"]: e["message"] for e in view.errors}
+    assert "binary" in errors["binary.txt"].lower()
+    assert "limit" in errors["big.txt"]
+    listed = rag_service.list_documents(small_cap, status="failed")
+    assert {i["path"] for i in listed["items"]} == {"binary.txt", "big.txt"}
+    index_is_consistent(config.db_path)
+
+
+def test_status_of_unknown_job_and_missing_index_give_actionable_errors(config: Config):
+    with pytest.raises(rag_service.RagError) as missing:
+        rag_service.sync_status(config)
+    assert "sync_kb" in str(missing.value)
+    (config.knowledge_dir / "a.md").write_text("# A\n\nhello world\n", encoding="utf-8")
+    rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    with pytest.raises(rag_service.RagError) as unknown:
+        rag_service.sync_status(config, "no-such-job")
+    assert "unknown job id" in str(unknown.value)
+
+
+def test_broken_configuration_is_described_by_health_and_refused_by_tools(tmp_path: Path):
+    broken = make_config(tmp_path / "does-not-exist", tmp_path / "state")
+    report = rag_service.health(broken)
+    assert report["status"] == "error"
+    assert any("--knowledge-dir" in p for p in report["problems"])
+    with pytest.raises(rag_service.RagError) as err:
+        rag_service.start_sync(broken)
+    assert "knowledge dir" in str(err.value)
+    with pytest.raises(rag_service.RagError):
+        rag_service.search(broken, "anything")
+
+
+def test_unreadable_index_file_is_reported_not_crashed(config: Config, knowledge: Path):
+    (knowledge / "a.md").write_text("# A\n\nhello\n", encoding="utf-8")
+    config.data_dir.mkdir(parents=True)
+    config.db_path.write_bytes(b"this is not a database" * 100)
+    report = rag_service.health(config)
+    assert report["status"] == "error"
+    with pytest.raises(rag_service.RagError) as err:
+        rag_service.search(config, "hello")
+    assert "move the file away" in str(err.value)
+    with pytest.raises(sqlite3.DatabaseError):
+        connect(config.db_path).execute("SELECT * FROM documents")

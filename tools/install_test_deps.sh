@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs on a fresh Debian machine: OCR engine and languages,
+# LibreOffice (legacy .doc/.xls/.ppt and PDF fixtures), Thai fonts (rendered test scans), Chromium
+# and its driver (console browser tests), then the pinned Python packages.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+APT_PACKAGES=(
+  tesseract-ocr tesseract-ocr-eng tesseract-ocr-rus tesseract-ocr-tha
+  libreoffice-writer libreoffice-calc libreoffice-impress
+  fonts-thai-tlwg fonts-dejavu-core
+  chromium chromium-driver
+)
+missing=()
+for pkg in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
