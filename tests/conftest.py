@@ -15,7 +15,26 @@ if str(REPO) not in sys.path:
 
 from rag_config import Config  # noqa: E402
 
-WORDS = ["invoice", "payment", "contract", "server", "search", "index", "document", "report", "budget", "meeting", "quarter", "revenue", "customer", "support", "agreement", "notice", "termination", "upgrade"]
+WORDS = [
+    "invoice",
+    "payment",
+    "contract",
+    "server",
+    "search",
+    "index",
+    "document",
+    "report",
+    "budget",
+    "meeting",
+    "quarter",
+    "revenue",
+    "customer",
+    "support",
+    "agreement",
+    "notice",
+    "termination",
+    "upgrade",
+]
 
 
 def make_config(knowledge: Path, data: Path, **overrides: object) -> Config:
