@@ -1,0 +1,93 @@
+"""Nothing outside the knowledge dir, nothing hidden or secret, is ever indexed or served."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+import rag_service
+from helpers.safety import (
+    PathRejected,
+    in_scope,
+    normalize_user_path,
+    resolve_inside,
+    walk_files,
+)
+from rag_config import Config
+
+
+def test_prefix_scope_matches_only_at_a_folder_boundary():
+    assert in_scope("docs/proj/a.md", "docs/proj")
+    assert in_scope("docs/proj", "docs/proj/")
+    assert not in_scope("docs/project-secret/a.md", "docs/proj")
+    assert in_scope("anything.md", "")
+
+
+@pytest.mark.parametrize(
+    "raw", ["../etc/passwd", "/etc/passwd", "a/../../b", "C:\\Windows", "a\x00b", ".env", ".ssh/id"]
+)
+def test_tool_path_arguments_that_leave_the_folder_are_rejected(raw: str):
+    with pytest.raises(PathRejected):
+        normalize_user_path(raw)
+
+
+def test_symlinks_are_not_followed_when_walking_or_resolving(tmp_path: Path, knowledge: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("# Secret\n\ntop secret outside text\n", encoding="utf-8")
+    (knowledge / "inside.md").write_text("# Inside\n\nvisible text\n", encoding="utf-8")
+    os.symlink(outside, knowledge / "linked-dir")
+    os.symlink(outside / "secret.md", knowledge / "linked.md")
+    os.symlink(knowledge / "loop", knowledge / "loop")  # a symlink loop must not hang the walk
+    found = [e.rel_path for e in walk_files(knowledge, frozenset({".md"}))]
+    assert found == ["inside.md"]
+    with pytest.raises(PathRejected):
+        resolve_inside(knowledge, "linked-dir")
+    with pytest.raises(PathRejected):
+        resolve_inside(knowledge, "linked.md")
+
+
+def test_hidden_sensitive_and_special_files_are_never_indexed(config: Config, knowledge: Path):
+    (knowledge / "notes.md").write_text("# Notes\n\npublic alpha words\n", encoding="utf-8")
+    (knowledge / ".hidden.md").write_text("hidden alpha words\n", encoding="utf-8")
+    (knowledge / ".git").mkdir()
+    (knowledge / ".git" / "config.md").write_text("git alpha words\n", encoding="utf-8")
+    (knowledge / "keys").mkdir()
+    (knowledge / "keys" / "server.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    (knowledge / "credentials.json").write_text('{"password": "alpha hunter2"}')
+    (knowledge / "secrets.yaml").write_text("token: alpha\n")
+    os.mkfifo(knowledge / "pipe.txt")  # reading a FIFO would block forever
+    sock = socket.socket(socket.AF_UNIX)
+    sock_path = knowledge / "s.txt"
+    if len(str(sock_path)) < 100:
+        sock.bind(str(sock_path))
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    sock.close()
+    assert view.state == "succeeded"
+    listed = rag_service.list_documents(config)
+    assert [item["path"] for item in listed["items"]] == ["notes.md"]
+    skipped = {e["path"] for e in view.errors}
+    assert {"credentials.json", "secrets.yaml"} <= skipped
+    hits = rag_service.search(config, "alpha", mode="lexical").hits
+    assert [h.path for h in hits] == ["notes.md"]
+
+
+def test_sync_of_a_sub_folder_stays_inside_it(config: Config, knowledge: Path):
+    (knowledge / "a").mkdir()
+    (knowledge / "b").mkdir()
+    (knowledge / "a" / "one.md").write_text("# One\n\nshared term\n", encoding="utf-8")
+    (knowledge / "b" / "two.md").write_text("# Two\n\nshared term\n", encoding="utf-8")
+    view = rag_service.wait_for_job(
+        config, rag_service.start_sync(config, "a").job_id, timeout_s=60
+    )
+    assert view.counts["added"] == 1
+    assert [h.path for h in rag_service.search(config, "shared term", mode="lexical").hits] == [
+        "a/one.md"
+    ]
+    with pytest.raises(rag_service.RagError):
+        rag_service.start_sync(config, "../")
+    with pytest.raises(rag_service.RagError):
+        rag_service.start_sync(config, "a/one.md")  # not a folder
