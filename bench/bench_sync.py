@@ -1,0 +1,167 @@
+"""Sync and server benchmarks (run by hand; numbers go into the issue notes, not into tests).
+
+    python bench/bench_sync.py [--files 2000] [--noop-files 10000] [--work DIR]
+
+Reports: first-sync files/s and MB/s, no-op resync time for unchanged files, sync_kb return
+latency (in-process and over MCP stdio), rag_search latency over stdio, MCP server RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import rag_service  # noqa: E402
+from rag_config import Config  # noqa: E402
+
+WORDS = (
+    "invoice payment contract server search index document report budget meeting quarter "
+    "revenue customer support agreement notice termination upgrade backup policy"
+).split()
+
+
+def make_files(root: Path, count: int, words: int, seed: int) -> int:
+    rng = random.Random(seed)
+    total = 0
+    for i in range(count):
+        path = root / f"d{i % 50:02d}" / f"file-{i:06d}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = f"# File {i}\n\n" + " ".join(rng.choice(WORDS) for _ in range(words)) + "\n"
+        path.write_text(text, encoding="utf-8")
+        total += len(text.encode())
+    return total
+
+
+def config_for(knowledge: Path, data: Path) -> Config:
+    return Config(knowledge, data, data / "index.sqlite3", semantic=False)
+
+
+def timed_sync(config: Config) -> tuple[float, float, dict[str, int]]:
+    """(wall seconds from sync_kb to final state, worker seconds, counts)."""
+    start = time.perf_counter()
+    job = rag_service.start_sync(config)
+    view = rag_service.wait_for_job(config, job.job_id)
+    wall = time.perf_counter() - start
+    worker = (view.finished_at or 0) - (view.started_at or 0)
+    assert view.state == "succeeded", view.to_dict()
+    return wall, worker, view.counts
+
+
+def sync_kb_latency(config: Config, rounds: int = 20) -> list[float]:
+    """Return latency of start_sync when a job is already running (the common repeat call)."""
+    samples = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        rag_service.start_sync(config)
+        samples.append((time.perf_counter() - t) * 1000)
+    return samples
+
+
+async def stdio_measurements(config: Config, queries: list[str]) -> dict[str, float]:
+    from fastmcp import Client
+    from fastmcp.client.transports import StdioTransport
+
+    transport = StdioTransport(
+        command=sys.executable,
+        args=[
+            str(REPO / "rag_server.py"),
+            "--knowledge-dir",
+            str(config.knowledge_dir),
+            "--data-dir",
+            str(config.data_dir),
+            "--semantic",
+            "off",
+        ],
+    )
+    async with Client(transport) as client:
+        latencies = []
+        for query in queries:
+            t = time.perf_counter()
+            await client.call_tool("rag_search", {"query": query, "mode": "lexical"})
+            latencies.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        await client.call_tool("sync_kb", {})
+        sync_ms = (time.perf_counter() - t) * 1000
+        rss = server_rss_mb()
+    return {
+        "search_p50_ms": statistics.median(latencies),
+        "search_p95_ms": sorted(latencies)[int(len(latencies) * 0.95) - 1],
+        "sync_kb_ms": sync_ms,
+        "server_rss_mb": rss,
+    }
+
+
+def server_rss_mb() -> float:
+    best = 0.0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+            if "rag_server.py" not in cmdline or "sync_job_worker" in cmdline:
+                continue
+            for line in (proc / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    best = max(best, int(line.split()[1]) / 1024)
+        except OSError:
+            continue
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--words", type=int, default=400)
+    parser.add_argument("--noop-files", type=int, default=10000)
+    parser.add_argument("--work", type=Path)
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-sync-"))
+    try:
+        docs = work / "docs"
+        size = make_files(docs, args.files, args.words, seed=1)
+        config = config_for(docs, work / "state")
+        wall, worker, counts = timed_sync(config)
+        print(f"first sync: {args.files} files, {size / 1e6:.1f} MB in {wall:.2f} s wall")
+        print(f"  {args.files / wall:.0f} files/s, {size / 1e6 / wall:.2f} MB/s ({counts})")
+
+        noop_docs = work / "noop"
+        make_files(noop_docs, args.noop_files, 30, seed=2)
+        noop_config = config_for(noop_docs, work / "noop-state")
+        timed_sync(noop_config)
+        wall, worker, counts = timed_sync(noop_config)
+        print(
+            f"no-op resync of {args.noop_files} unchanged files: {wall:.2f} s wall "
+            f"(worker {worker:.2f} s), unchanged={counts['unchanged']}"
+        )
+
+        job = rag_service.start_sync(noop_config)
+        samples = sync_kb_latency(noop_config)
+        rag_service.wait_for_job(noop_config, job.job_id)
+        print(
+            f"sync_kb in-process latency (job running): p50 {statistics.median(samples):.1f} ms,"
+            f" max {max(samples):.1f} ms"
+        )
+        queries = ["invoice payment", "budget meeting", "termination notice", "file-000123"] * 10
+        stdio = anyio.run(stdio_measurements, config, queries)
+        print(
+            "over MCP stdio: rag_search p50 {search_p50_ms:.1f} ms p95 {search_p95_ms:.1f} ms, "
+            "sync_kb {sync_kb_ms:.1f} ms, server RSS {server_rss_mb:.1f} MB".format(**stdio)
+        )
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
