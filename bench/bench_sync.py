@@ -25,7 +25,28 @@ sys.path.insert(0, str(REPO))
 import rag_service  # noqa: E402
 from rag_config import Config  # noqa: E402
 
-WORDS = ["invoice", "payment", "contract", "server", "search", "index", "document", "report", "budget", "meeting", "quarter", "revenue", "customer", "support", "agreement", "notice", "termination", "upgrade", "backup", "policy"]
+WORDS = [
+    "invoice",
+    "payment",
+    "contract",
+    "server",
+    "search",
+    "index",
+    "document",
+    "report",
+    "budget",
+    "meeting",
+    "quarter",
+    "revenue",
+    "customer",
+    "support",
+    "agreement",
+    "notice",
+    "termination",
+    "upgrade",
+    "backup",
+    "policy",
+]
 
 
 def make_files(root: Path, count: int, words: int, seed: int) -> int:
