@@ -31,6 +31,7 @@ from rag_results import SearchResult
 TOP_K_MIN, TOP_K_MAX = 1, 50  # more than 50 hits floods an agent's context for no gain
 QUERY_MAX_CHARS = 1000  # longer "queries" are documents pasted by mistake
 MODES = ("hybrid", "lexical", "semantic")
+SQLITE_MAX_INT = 2**63 - 1  # a date in year 2999 in nanoseconds overflows SQLite's INTEGER
 WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
 
@@ -136,7 +137,7 @@ def _parse_modified_after(value: str | None) -> int | None:
         ) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return int(moment.timestamp() * 1_000_000_000)
+    return min(int(moment.timestamp() * 1_000_000_000), SQLITE_MAX_INT)
 
 
 def validate_search_args(
