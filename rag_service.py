@@ -68,8 +68,27 @@ def check_config(config: Config) -> list[str]:
     else:
         if not os.access(data, os.W_OK):
             problems.append(f"data dir {data} is not writable: pass a writable --data-dir")
+    problems.extend(_ocr_config_problems(config))
     if config.db_path.exists() and not os.access(config.db_path, os.R_OK):
         problems.append(f"index {config.db_path} is not readable: fix permissions or pass --db")
+    return problems
+
+
+def _ocr_config_problems(config: Config) -> list[str]:
+    from helpers import ocr, ocr_vlm
+
+    problems: list[str] = []
+    try:
+        ocr.OcrConfig(langs=config.ocr_langs, tesseract_cmd=config.ocr_cmd)
+    except ValueError as exc:
+        problems.append(f"--ocr-langs: {exc}")
+    if config.ocr_vlm_url:
+        try:
+            ocr_vlm.require_loopback(config.ocr_vlm_url)
+        except ValueError as exc:
+            problems.append(f"--ocr-vlm-url: {exc}")
+        if not config.ocr_vlm_model:
+            problems.append("--ocr-vlm-url needs --ocr-vlm-model (the model name to ask for)")
     return problems
 
 

@@ -19,12 +19,31 @@ from typing import Protocol
 from helpers import extractors
 from helpers.blocks import BlockKind, ExtractContext, ExtractionError, ExtractLimits, TextBlock
 from helpers.chunking import CHUNK_SCHEME, Section, build_sections
+from helpers.extract_sandbox import SandboxedExtractor
 from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_files
 from helpers.text_normalize import clean_text, fold
 from rag_db import write_transaction
 
 HASH_BLOCK_BYTES = 1024 * 1024  # streaming sha256: constant memory for any file size
 TITLE_SCAN_BLOCKS = 40
+# Text formats read by our own streaming code (bounded memory, no C library to hang) stay in the
+# worker: the sandbox round trip would triple their cost. Everything else goes to the sandbox.
+IN_PROCESS_SUFFIXES = frozenset(
+    {
+        ".txt",
+        ".text",
+        ".log",
+        ".md",
+        ".markdown",
+        ".rst",
+        ".csv",
+        ".tsv",
+        ".yaml",
+        ".yml",
+        ".html",
+        ".htm",
+    }
+)
 COUNT_KEYS = (
     "added",
     "updated",
@@ -133,12 +152,20 @@ def file_sha256(path: Path, observer: SyncObserver | None = None) -> str:
 
 
 def extract_document(
-    entry: FileEntry, ctx: ExtractContext, observer: SyncObserver
+    entry: FileEntry,
+    ctx: ExtractContext,
+    observer: SyncObserver,
+    sandbox: SandboxedExtractor | None = None,
 ) -> DocumentContent:
-    """Run the format's extractor and chunk it; raises ExtractionError for unreadable files."""
+    """Run the format's extractor (in the sandbox child when given) and chunk the blocks;
+    raises ExtractionError for unreadable files."""
     extract = extractors.extractor_for(entry.abs_path)
     if extract is None:
         raise ExtractionError(f"unsupported format: {entry.abs_path.suffix}")
+    if sandbox is not None and entry.abs_path.suffix.lower() not in IN_PROCESS_SUFFIXES:
+        source = sandbox.extract(entry.abs_path, observer.check_cancel)
+    else:
+        source = extract(entry.abs_path, ctx)
     needs_ocr: list[int] = []
     ocr_pages: set[int] = set()
     ocr_engine: str | None = None
@@ -148,7 +175,7 @@ def extract_document(
 
     def blocks() -> Iterator[TextBlock]:
         nonlocal title, budget, truncated
-        for index, block in enumerate(extract(entry.abs_path, ctx)):
+        for index, block in enumerate(source):
             observer.check_cancel()
             if block.kind == BlockKind.NEEDS_OCR:
                 needs_ocr.append(block.location.page or 1)
@@ -347,6 +374,7 @@ def sync_files(
     ctx_base: ExtractContext,
     observer: SyncObserver,
     counts: dict[str, int],
+    sandbox: SandboxedExtractor | None = None,
 ) -> None:
     """Plan, index the candidates, remove what disappeared, keeping `counts` current."""
     for key in COUNT_KEYS:
@@ -369,7 +397,9 @@ def sync_files(
     for entry in plan.candidates:
         observer.check_cancel()
         observer.on_file_start(entry.rel_path)
-        outcome, error = _sync_one(conn, entry, plan.existing.get(entry.rel_path), ctx, observer)
+        outcome, error = _sync_one(
+            conn, entry, plan.existing.get(entry.rel_path), ctx, observer, sandbox
+        )
         counts[outcome] += 1
         if error:
             observer.on_error(entry.rel_path, error)
@@ -387,6 +417,7 @@ def _sync_one(
     old: ExistingDoc | None,
     ctx: ExtractContext,
     observer: SyncObserver,
+    sandbox: SandboxedExtractor | None,
 ) -> tuple[str, str | None]:
     """Index one file; returns (outcome, error message or None)."""
     limits: ExtractLimits = ctx.limits
@@ -414,7 +445,7 @@ def _sync_one(
         update_stat_only(conn, old.id, entry)
         return "unchanged", None
     try:
-        content = extract_document(entry, ctx, observer)
+        content = extract_document(entry, ctx, observer, sandbox)
         _check_unchanged_while_read(entry)
     except ExtractionError as exc:
         reason = str(exc)

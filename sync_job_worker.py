@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import rag_jobs
 from helpers.blocks import ExtractContext, ExtractLimits
+from helpers.extract_sandbox import SandboxedExtractor
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
 from rag_sync import JobCancelled, sync_files
@@ -182,26 +183,29 @@ def _finish(conn, job_id: str, state: str, message: str | None) -> None:  # type
         )
 
 
+def ocr_options(config: Config) -> dict[str, object]:
+    """The OcrConfig fields for the extraction child (it builds its own OCR function)."""
+    return {
+        "langs": config.ocr_langs,
+        "tesseract_cmd": config.ocr_cmd,
+        "vlm_url": config.ocr_vlm_url,
+        "vlm_model": config.ocr_vlm_model,
+    }
+
+
 def build_extract_context(config: Config) -> ExtractContext:
     """Limits from the config, plus OCR when an engine is installed."""
-    limits = ExtractLimits(max_file_bytes=config.max_file_bytes)
-    ocr_function = None
-    hint = "install an OCR engine: apt-get install tesseract-ocr tesseract-ocr-eng"
-    try:
-        from helpers import ocr
+    from helpers import ocr
 
-        ocr_config = ocr.OcrConfig(
-            langs=config.ocr_langs,
-            tesseract_cmd=config.ocr_cmd,
-            vlm_url=config.ocr_vlm_url,
-            vlm_model=config.ocr_vlm_model,
-        )
-        status = ocr.ocr_status(ocr_config)
-        hint = status.hint or hint
-        ocr_function = ocr.make_ocr_function(ocr_config) if status.available else None
-    except ImportError:
-        log.warning("OCR helper not present; scanned pages are reported as needing OCR")
-    return ExtractContext(limits=limits, ocr=ocr_function, ocr_unavailable_hint=hint)
+    limits = ExtractLimits(max_file_bytes=config.max_file_bytes)
+    ocr_config = ocr.OcrConfig(**ocr_options(config))  # type: ignore[arg-type]
+    status = ocr.ocr_status(ocr_config)
+    ocr_function = ocr.make_ocr_function(ocr_config) if status.available else None
+    return ExtractContext(
+        limits=limits,
+        ocr=ocr_function,
+        ocr_unavailable_hint=status.hint or "install tesseract-ocr",
+    )
 
 
 def run_job(config: Config, job_id: str) -> int:
@@ -219,14 +223,21 @@ def run_job(config: Config, job_id: str) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
+    ctx = build_extract_context(config)
+    sandbox = SandboxedExtractor(
+        ctx.limits,
+        ocr_options(config),
+        log_path=config.logs_dir / f"worker-{job_id}.log",
+    )
     try:
         sync_files(
             conn,
             config.knowledge_dir,
             scope,
-            build_extract_context(config),
+            ctx,
             reporter,
             reporter.counts,
+            sandbox,
         )
         reporter.check_cancel()
         reporter.on_phase("semantic")
@@ -237,6 +248,10 @@ def run_job(config: Config, job_id: str) -> int:
     except Exception as exc:
         log.error("job %s failed: %s", job_id, traceback.format_exc())
         state, message = "failed", f"{type(exc).__name__}: {exc}"
+    sandbox.close()
+    close_ocr = getattr(ctx.ocr, "close", None)
+    if close_ocr is not None:
+        close_ocr()  # stops a vision-model server started for this batch
     reporter.stop()
     reporter.on_phase("done")
     reporter.flush(conn)

@@ -239,3 +239,14 @@ def test_unreadable_index_file_is_reported_not_crashed(config: Config, knowledge
     assert "move the file away" in str(err.value)
     with pytest.raises(sqlite3.DatabaseError):
         connect(config.db_path).execute("SELECT * FROM documents")
+
+
+def test_unsafe_ocr_settings_are_configuration_errors(tmp_path: Path, knowledge: Path):
+    bad = make_config(
+        knowledge, tmp_path / "s", ocr_vlm_url="http://10.0.0.5:8080/v1", ocr_langs="eng;ls"
+    )
+    problems = rag_service.check_config(bad)
+    assert any("--ocr-vlm-url" in p and "loopback" in p for p in problems)
+    assert any("--ocr-langs" in p for p in problems)
+    with pytest.raises(rag_service.RagError):
+        rag_service.start_sync(bad)
