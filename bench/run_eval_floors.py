@@ -1,0 +1,170 @@
+"""Retrieval regression gate: lexical evaluation of small golden sets against recorded floors.
+
+    python bench/run_eval_floors.py [--sets debfaq-en,manru] [--shared DIR] [--suggest]
+
+Each set is indexed from scratch (fresh temporary data dir, `rag_eval.py --sync`), so the gate
+covers extraction, chunking, indexing and search together. Prints a table; exits 1 when a set
+is below its floor, 2 when a set cannot be evaluated. Floors live in bench/eval_floors.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_DIR = Path(__file__).resolve().parents[1]
+FLOORS_PATH = REPO_DIR / "bench" / "eval_floors.json"
+SHARED_EVAL_DIR = REPO_DIR.parent / "shared" / "eval"
+EVAL_SCRIPT = REPO_DIR / "rag_eval.py"
+# A suggested floor sits this far under the measured value: a real regression crosses it,
+# run-to-run noise (none for lexical search, which is deterministic) and tiny drifts do not.
+FLOOR_MARGIN = 0.02
+RUN_TIMEOUT_S = 600  # one set takes well under a minute on 2 cores; a hang must still end CI
+STDERR_TAIL_LINES = 15
+
+
+@dataclass(frozen=True)
+class Floor:
+    min_mrr: float
+    min_recall8: float
+
+
+@dataclass(frozen=True)
+class SetRun:
+    name: str
+    report: dict[str, Any] | None  # rag_eval's JSON, None when the run failed
+    seconds: float
+    error: str = ""
+
+
+def load_floors(path: Path) -> tuple[str, dict[str, Floor]]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    floors = {
+        name: Floor(float(v["min_mrr@10"]), float(v["min_recall@8"]))
+        for name, v in data["sets"].items()
+    }
+    return data.get("mode", "lexical"), floors
+
+
+def run_set(name: str, shared: Path, mode: str) -> SetRun:
+    """rag_eval.py on one set in a fresh data dir; its JSON report and wall time."""
+    set_dir = shared / name
+    golden, docs = set_dir / "golden.json", set_dir / "docs"
+    if not golden.is_file() or not docs.is_dir():
+        return SetRun(name, None, 0.0, f"{set_dir} has no golden.json + docs/: pass --shared")
+    with tempfile.TemporaryDirectory(prefix=f"ragdoc-eval-{name}-") as data_dir:
+        command = [
+            sys.executable,
+            str(EVAL_SCRIPT),
+            str(golden),
+            "--knowledge-dir",
+            str(docs),
+            "--data-dir",
+            data_dir,
+            "--mode",
+            mode,
+            "--semantic",
+            "off",  # lexical gate: computing vectors during sync would only cost time
+            "--sync",
+            "--json",
+        ]
+        started = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=REPO_DIR
+            )
+        except subprocess.TimeoutExpired:
+            return SetRun(name, None, RUN_TIMEOUT_S, f"timed out after {RUN_TIMEOUT_S} s")
+        seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
+        return SetRun(name, None, seconds, f"rag_eval.py exited {proc.returncode}:\n{tail}")
+    return SetRun(name, json.loads(proc.stdout), seconds)
+
+
+def below_floor(report: dict[str, Any], floor: Floor) -> list[str]:
+    failures = []
+    if report["mrr@10"] < floor.min_mrr:
+        failures.append(f"MRR@10 {report['mrr@10']:.4f} < {floor.min_mrr}")
+    if report["recall@8"] < floor.min_recall8:
+        failures.append(f"Recall@8 {report['recall@8']:.4f} < {floor.min_recall8}")
+    return failures
+
+
+def suggested_floor(report: dict[str, Any]) -> dict[str, float]:
+    """Measured minus the margin, rounded down to two decimals (never above measured - margin)."""
+    return {
+        key: max(0.0, math.floor((report[metric] - FLOOR_MARGIN) * 100) / 100)
+        for key, metric in (("min_mrr@10", "mrr@10"), ("min_recall@8", "recall@8"))
+    }
+
+
+def print_table(runs: list[SetRun], floors: dict[str, Floor]) -> None:
+    print(
+        f"{'set':<18} {'q':>4} {'MRR@10':>7} {'floor':>6} {'R@8':>6} {'floor':>6} "
+        f"{'sync s':>7} {'eval s':>7} {'total s':>8}  status"
+    )
+    for run in runs:
+        floor = floors[run.name]
+        if run.report is None:
+            print(
+                f"{run.name:<18} {'':>4} {'':>7} {floor.min_mrr:>6.2f} {'':>6} "
+                f"{floor.min_recall8:>6.2f} {'':>7} {'':>7} {run.seconds:>8.1f}  ERROR"
+            )
+            continue
+        r = run.report
+        failures = below_floor(r, floor)
+        sync_s = (r.get("sync") or {}).get("seconds", 0.0)
+        print(
+            f"{run.name:<18} {r['queries']:>4} {r['mrr@10']:>7.3f} {floor.min_mrr:>6.2f} "
+            f"{r['recall@8']:>6.3f} {floor.min_recall8:>6.2f} {sync_s:>7.1f} "
+            f"{r['eval_seconds']:>7.1f} {run.seconds:>8.1f}  "
+            + ("BELOW: " + "; ".join(failures) if failures else "ok")
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--floors", type=Path, default=FLOORS_PATH)
+    parser.add_argument("--shared", type=Path, default=SHARED_EVAL_DIR, help="eval sets folder")
+    parser.add_argument("--sets", help="comma list (default: every set in the floors file)")
+    parser.add_argument(
+        "--suggest", action="store_true", help=f"print floors at measured - {FLOOR_MARGIN}"
+    )
+    args = parser.parse_args(argv)
+    mode, floors = load_floors(args.floors)
+    names = [n.strip() for n in args.sets.split(",")] if args.sets else list(floors)
+    unknown = [n for n in names if n not in floors]
+    if unknown:
+        sys.stderr.write(f"error: no floor for {unknown} in {args.floors}\n")
+        return 2
+    started = time.perf_counter()
+    runs = []
+    for name in names:
+        sys.stderr.write(f"evaluating {name} ({mode})...\n")
+        runs.append(run_set(name, args.shared, mode))
+    print_table(runs, floors)
+    print(f"total {time.perf_counter() - started:.1f} s")
+    for run in runs:
+        if run.error:
+            sys.stderr.write(f"error: {run.name}: {run.error}\n")
+    if args.suggest:
+        suggestion = {r.name: suggested_floor(r.report) for r in runs if r.report is not None}
+        print(json.dumps(suggestion, indent=2))
+    if any(r.report is None for r in runs):
+        return 2
+    if any(below_floor(r.report, floors[r.name]) for r in runs if r.report is not None):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,494 @@
+"""Retrieval evaluation through the real service call the MCP server makes (no LLM involved).
+
+    python rag_eval.py golden.json --knowledge-dir DOCS --data-dir STATE [--mode lexical]
+                       [--sync] [--details] [--explain] [--json] [--k 8] [--channels bm25,...]
+                       [--min-mrr X] [--min-recall8 X]
+
+Results go to stdout (one JSON object with --json); progress, warnings and errors to stderr.
+Exit codes: 0 ok, 1 below a --min-* floor, 2 bad input/arguments/service error, 3 sync failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import rag_service
+from helpers import eval_metrics
+from helpers.eval_metrics import QueryOutcome
+from rag_cli import progress_line
+from rag_config import Config, add_config_arguments, config_from_args
+from rag_errors import IndexMissing, RagError
+from rag_jobs import FINAL_STATES, JobView
+from rag_search import LEXICAL_CHANNELS
+
+EXIT_OK = 0
+EXIT_BELOW_FLOOR = 1
+EXIT_BAD_INPUT = 2
+EXIT_SYNC_FAILED = 3
+# Hits are sections, and a document often contributes several: asking for 3 hits per wanted
+# document usually leaves 10 distinct documents for MRR@10 (capped by the service's top_k limit).
+HITS_PER_DOCUMENT = 3
+MIN_DOCUMENTS = eval_metrics.MRR_CUTOFF
+TEXT_DETAIL_TOP = 3  # documents shown per query by --details in text mode
+UNDETERMINED_LANG = "und"  # BCP 47 "undetermined", for queries without a "lang"
+MAX_PROBLEMS_SHOWN = 20  # a badly broken golden file should not scroll the first problems away
+LIST_PAGE = 1000  # rag_service.list_documents' maximum page size
+
+
+class EvalInputError(Exception):
+    """The golden file, the arguments or the knowledge dir cannot be evaluated (exit 2)."""
+
+
+class SyncFailed(Exception):
+    """The sync job ended in a state other than succeeded (exit 3)."""
+
+
+@dataclass(frozen=True)
+class RelevantDoc:
+    path: str  # relative to the knowledge dir, '/'-separated, as hits report it
+    location: dict[str, Any] | None = None  # page/sheet/slide, for page-level scoring later
+
+
+@dataclass(frozen=True)
+class GoldenQuery:
+    query_id: str
+    query: str
+    relevant: tuple[RelevantDoc, ...]
+    lang: str
+
+
+@dataclass(frozen=True)
+class GoldenSet:
+    name: str
+    queries: tuple[GoldenQuery, ...]
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    mode: str
+    k: int  # extra recall cut-off and the number of documents kept per query in details
+    channels: tuple[str, ...] | None  # None = every lexical channel
+    explain: bool = False
+
+    @property
+    def search_top_k(self) -> int:
+        wanted = max(self.k, MIN_DOCUMENTS) * HITS_PER_DOCUMENT
+        return min(wanted, rag_service.TOP_K_MAX)
+
+
+# -- golden file -------------------------------------------------------------------------------
+def _relative_path(value: str) -> str | None:
+    """The path as hits report it, or None when it could leave the knowledge dir."""
+    if "\\" in value or value.startswith("/"):
+        return None
+    parts = [p for p in PurePosixPath(value).parts if p != "."]
+    if not parts or any(p == ".." for p in parts):
+        return None
+    return "/".join(parts)
+
+
+def _parse_relevant(item: Any, where: str, knowledge_dir: Path, problems: list[str]) -> list:
+    if isinstance(item, str):
+        raw, location = item, None
+    elif isinstance(item, dict):
+        raw, location = item.get("path"), item.get("location")
+        if not isinstance(raw, str):
+            problems.append(f"{where}: a relevant entry object needs a string 'path'")
+            return []
+        if location is not None and not isinstance(location, dict):
+            problems.append(f"{where}: 'location' of {raw!r} must be an object")
+            return []
+    else:
+        problems.append(f"{where}: a relevant entry must be a path or {{'path', 'location'}}")
+        return []
+    rel = _relative_path(raw.strip())
+    if rel is None:
+        problems.append(f"{where}: relevant path {raw!r} must be relative to the knowledge dir")
+        return []
+    if not (knowledge_dir / rel).is_file():
+        problems.append(f"{where}: relevant file {rel!r} does not exist in {knowledge_dir}")
+        return []
+    return [RelevantDoc(rel, location)]
+
+
+def _parse_query(
+    entry: Any, index: int, knowledge_dir: Path, problems: list[str]
+) -> GoldenQuery | None:
+    where = f"queries[{index}]"
+    if not isinstance(entry, dict):
+        problems.append(f"{where}: must be an object with id, query, relevant, lang")
+        return None
+    qid = entry.get("id")
+    if not isinstance(qid, str) or not qid.strip():
+        problems.append(f"{where}: 'id' must be a non-empty string")
+        return None
+    where = f"{where} (id {qid!r})"
+    ok = True
+    text = entry.get("query")
+    if not isinstance(text, str) or not text.strip():
+        problems.append(f"{where}: 'query' must be a non-empty string")
+        ok = False
+    lang = entry.get("lang", UNDETERMINED_LANG)
+    if not isinstance(lang, str) or not lang.strip():
+        problems.append(f"{where}: 'lang' must be a non-empty string (e.g. 'en', 'ru', 'th')")
+        ok = False
+    relevant_raw = entry.get("relevant")
+    if not isinstance(relevant_raw, list) or not relevant_raw:
+        problems.append(f"{where}: 'relevant' must be a non-empty list of paths")
+        return None
+    relevant: list[RelevantDoc] = []
+    for item in relevant_raw:
+        relevant += _parse_relevant(item, where, knowledge_dir, problems)
+    if not ok or len(relevant) != len(relevant_raw):
+        return None
+    return GoldenQuery(qid, text.strip(), tuple(relevant), lang.strip())
+
+
+def load_golden(path: Path, knowledge_dir: Path) -> GoldenSet:
+    """Parse and check a golden file against the knowledge dir; EvalInputError lists problems."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise EvalInputError(f"golden file {path} does not exist") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvalInputError(f"golden file {path} cannot be read: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise EvalInputError(f"golden file {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise EvalInputError(f"{path}: the top level must be an object with 'name' and 'queries'")
+    name = data.get("name", path.parent.name)
+    if not isinstance(name, str) or not name.strip():
+        raise EvalInputError(f"{path}: 'name' must be a non-empty string")
+    entries = data.get("queries")
+    if not isinstance(entries, list):
+        raise EvalInputError(f"{path}: 'queries' must be a list of query objects")
+    if not entries:
+        raise EvalInputError(f"{path}: 'queries' is empty: nothing to evaluate")
+    problems: list[str] = []
+    queries: list[GoldenQuery] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        qid = entry.get("id") if isinstance(entry, dict) else None
+        if isinstance(qid, str) and qid.strip():
+            if qid in seen:
+                problems.append(f"queries[{index}]: duplicate id {qid!r}")
+            seen.add(qid)
+        parsed = _parse_query(entry, index, knowledge_dir, problems)
+        if parsed is not None:
+            queries.append(parsed)
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        tail = [f"... and {more} more"] if more else []
+        raise EvalInputError(
+            f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join([*shown, *tail])
+        )
+    return GoldenSet(name.strip(), tuple(queries))
+
+
+# -- sync and index coverage -------------------------------------------------------------------
+def sync_knowledge_dir(config: Config) -> dict[str, Any]:
+    """Bring the index up to date (a no-op resync is cheap), progress on stderr."""
+    started = time.perf_counter()
+    view = rag_service.start_sync(config)
+    if view.already_running:
+        sys.stderr.write(f"a sync is already running: waiting for job {view.job_id}\n")
+    last = [""]
+
+    def show(v: JobView) -> None:
+        line = progress_line(v)[:160]
+        if line != last[0] or v.state in FINAL_STATES:
+            sys.stderr.write(line + "\n")
+            last[0] = line
+
+    view = rag_service.wait_for_job(config, view.job_id, show)
+    summary = {
+        "job_id": view.job_id,
+        "state": view.state,
+        "counts": view.counts,
+        "error_count": view.error_count,
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+    if view.state != "succeeded":
+        raise SyncFailed(f"sync job {view.job_id} ended {view.state}: {view.message or ''}")
+    return summary
+
+
+def index_coverage(config: Config, golden: GoldenSet) -> dict[str, list[str]]:
+    """Relevant documents search cannot fully return: not indexed, failed, scans without OCR."""
+    status: dict[str, str] = {}
+    offset: int | None = 0
+    while offset is not None:
+        page = rag_service.list_documents(config, limit=LIST_PAGE, offset=offset)
+        status.update({item["path"]: item["status"] for item in page["items"]})
+        offset = page["next_offset"]
+    coverage: dict[str, list[str]] = {"missing": [], "failed": [], "needs_ocr": [], "stale": []}
+    relevant = sorted({r.path for q in golden.queries for r in q.relevant})
+    for path in relevant:
+        state = status.get(path)
+        if state is None:
+            coverage["missing"].append(path)
+        elif state in coverage:
+            coverage[state].append(path)
+    return coverage
+
+
+# -- evaluation --------------------------------------------------------------------------------
+def evaluate_query(
+    config: Config, query: GoldenQuery, options: EvalOptions
+) -> tuple[QueryOutcome, dict[str, Any], list[str]]:
+    """One search through the service: its outcome, its detail record and its warnings."""
+    started = time.perf_counter()
+    try:
+        result = rag_service.search(
+            config,
+            query.query,
+            top_k=options.search_top_k,
+            mode=options.mode,
+            channels=options.channels,
+        )
+    except IndexMissing:
+        raise
+    except RagError as exc:
+        raise EvalInputError(f"query {query.query_id!r}: {exc}") from exc
+    latency_ms = (time.perf_counter() - started) * 1000
+    documents = eval_metrics.distinct_documents(hit.path for hit in result.hits)
+    relevant = [r.path for r in query.relevant]
+    rank = eval_metrics.first_relevant_rank(documents, relevant)
+    outcome = QueryOutcome(query.query_id, query.lang, rank, tuple(documents), latency_ms)
+    detail: dict[str, Any] = {
+        "id": query.query_id,
+        "query": query.query,
+        "lang": query.lang,
+        "relevant": relevant,
+        "rank": rank,
+        "top": documents[: options.k],
+        "latency_ms": round(latency_ms, 2),
+    }
+    if options.explain:
+        best = next((h for h in result.hits if h.path in relevant), None)
+        detail["channels"] = (
+            None if best is None else {n: c.to_dict() for n, c in best.channels.items()}
+        )
+    return outcome, detail, list(result.warnings)
+
+
+def run_eval(
+    config: Config, golden: GoldenSet, options: EvalOptions
+) -> tuple[list[QueryOutcome], list[dict[str, Any]], list[str]]:
+    outcomes: list[QueryOutcome] = []
+    details: list[dict[str, Any]] = []
+    warnings: dict[str, None] = {}  # the same warning comes back with every query: keep one
+    for query in golden.queries:
+        outcome, detail, query_warnings = evaluate_query(config, query, options)
+        outcomes.append(outcome)
+        details.append(detail)
+        warnings.update(dict.fromkeys(query_warnings))
+    return outcomes, details, list(warnings)
+
+
+def build_report(
+    golden: GoldenSet,
+    config: Config,
+    options: EvalOptions,
+    outcomes: Sequence[QueryOutcome],
+    extras: dict[str, Any],
+) -> dict[str, Any]:
+    extra_cutoffs = (options.k,)
+    report: dict[str, Any] = {
+        "name": golden.name,
+        "mode": options.mode,
+        "channels": list(options.channels) if options.channels else "all",
+        "knowledge_dir": str(config.knowledge_dir),
+        "k": options.k,
+        "search_top_k": options.search_top_k,
+    }
+    report.update(eval_metrics.summarize(outcomes, extra_cutoffs).to_dict())
+    report["by_lang"] = {
+        lang: m.to_dict()
+        for lang, m in eval_metrics.summarize_by_lang(outcomes, extra_cutoffs).items()
+    }
+    report.update(extras)
+    return report
+
+
+# -- output ------------------------------------------------------------------------------------
+def _metric_row(label: str, m: dict[str, Any]) -> str:
+    return (
+        f"{label:<10} {m['queries']:>5} {m['recall@1']:>6.3f} {m['recall@3']:>6.3f} "
+        f"{m['recall@8']:>6.3f} {m['mrr@10']:>7.3f} {m['zero_results']:>5} "
+        f"{m['latency_ms']['p50']:>7.1f} {m['latency_ms']['p95']:>7.1f}"
+    )
+
+
+def _channels_text(channels: dict[str, Any] | None) -> str:
+    if channels is None:
+        return "relevant document not retrieved"
+    if not channels:
+        return "no channel"
+    return ", ".join(f"{n} #{c['rank']} ({c['score']:.3f})" for n, c in sorted(channels.items()))
+
+
+def print_text(report: dict[str, Any], details: list[dict[str, Any]] | None) -> None:
+    channels = (
+        report["channels"] if isinstance(report["channels"], str) else ",".join(report["channels"])
+    )
+    print(f"{report['name']}  mode {report['mode']}  channels {channels}  ({report['queries']} q)")
+    if details is not None:
+        for d in details:
+            rank = f"#{d['rank']}" if d["rank"] is not None else "miss"
+            print(f"{rank:>5}  {d['id']}: {d['query'][:90]}")
+            print(f"       top: {', '.join(d['top'][:TEXT_DETAIL_TOP]) or '(no results)'}")
+            if "channels" in d:
+                print(f"       channels of {d['relevant'][0]}: {_channels_text(d['channels'])}")
+        print()
+    print(
+        f"{'':<10} {'n':>5} {'R@1':>6} {'R@3':>6} {'R@8':>6} {'MRR@10':>7} {'zero':>5} "
+        f"{'p50 ms':>7} {'p95 ms':>7}"
+    )
+    print(_metric_row("all", report))
+    for lang, m in report["by_lang"].items():
+        print(_metric_row(lang, m))
+    if report.get("sync"):
+        s = report["sync"]
+        print(f"sync: {s['state']} in {s['seconds']} s, {s['counts']}")
+
+
+# -- command line ------------------------------------------------------------------------------
+def _fraction(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rag_eval.py", description="Evaluate retrieval on a golden set (no LLM)."
+    )
+    parser.add_argument("golden", type=Path, help="golden.json: {name, queries: [...]}")
+    add_config_arguments(parser)
+    parser.add_argument("--mode", default="hybrid", choices=rag_service.MODES)
+    parser.add_argument("--k", type=int, default=8, help="extra recall cut-off; top docs kept")
+    parser.add_argument("--sync", action="store_true", help="sync the knowledge dir first")
+    parser.add_argument("--details", action="store_true", help="per-query rankings")
+    parser.add_argument(
+        "--explain", action="store_true", help="per-channel ranks (implies details)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.add_argument("--channels", help=f"lexical channels, from {','.join(LEXICAL_CHANNELS)}")
+    parser.add_argument("--min-mrr", type=_fraction, help="exit 1 when MRR@10 is below this")
+    parser.add_argument("--min-recall8", type=_fraction, help="exit 1 when Recall@8 is below")
+    return parser
+
+
+def _parse_channels(text: str | None) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = [n for n in names if n not in LEXICAL_CHANNELS]
+    if not names or unknown:
+        raise EvalInputError(
+            f"--channels {text!r}: unknown or empty; use a comma list of "
+            f"{', '.join(LEXICAL_CHANNELS)}"
+        )
+    return names
+
+
+def _require_dirs(args: argparse.Namespace) -> None:
+    """An explicit data dir keeps an eval from re-indexing the user's real index."""
+    for attr, env, flag in (
+        ("knowledge_dir", "RAGDOC_KNOWLEDGE_DIR", "--knowledge-dir"),
+        ("data_dir", "RAGDOC_DATA_DIR", "--data-dir"),
+    ):
+        if not getattr(args, attr) and not os.environ.get(env):
+            raise EvalInputError(f"{flag} is required (or set {env})")
+
+
+def _below_floors(report: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    failures = []
+    if args.min_mrr is not None and report["mrr@10"] < args.min_mrr:
+        failures.append(f"MRR@10 {report['mrr@10']:.4f} is below --min-mrr {args.min_mrr}")
+    if args.min_recall8 is not None and report["recall@8"] < args.min_recall8:
+        failures.append(
+            f"Recall@8 {report['recall@8']:.4f} is below --min-recall8 {args.min_recall8}"
+        )
+    return failures
+
+
+def _evaluate(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    _require_dirs(args)
+    if not 1 <= args.k <= rag_service.TOP_K_MAX:
+        raise EvalInputError(f"--k must be between 1 and {rag_service.TOP_K_MAX}, got {args.k}")
+    options = EvalOptions(args.mode, args.k, _parse_channels(args.channels), args.explain)
+    config = config_from_args(args)
+    problems = rag_service.check_config(config)
+    if problems:
+        raise EvalInputError("; ".join(problems))
+    golden = load_golden(args.golden, config.knowledge_dir)
+    if options.mode == "semantic":
+        semantic = rag_service.semantic_state(config)
+        if semantic["state"] != "ready":
+            raise EvalInputError(
+                f"--mode semantic needs semantic search, which is {semantic['state']}: "
+                f"{semantic.get('hint', '')}"
+            )
+    sync = sync_knowledge_dir(config) if args.sync else None
+    started = time.perf_counter()
+    try:
+        coverage = index_coverage(config, golden)
+        outcomes, details, warnings = run_eval(config, golden, options)
+    except IndexMissing as exc:
+        raise EvalInputError(f"{exc.message}: pass --sync to index the knowledge dir") from exc
+    eval_seconds = round(time.perf_counter() - started, 2)
+    for kind, paths in coverage.items():
+        if paths:
+            warnings.append(f"{len(paths)} relevant document(s) {kind}: {', '.join(paths[:5])}")
+    extras: dict[str, Any] = {
+        "warnings": warnings,
+        "index_coverage": coverage,
+        "sync": sync,
+        "eval_seconds": eval_seconds,
+    }
+    report = build_report(golden, config, options, outcomes, extras)
+    return report, details
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        report, details = _evaluate(args)
+    except EvalInputError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_BAD_INPUT
+    except RagError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_BAD_INPUT
+    except SyncFailed as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_SYNC_FAILED
+    show_details = args.details or args.explain
+    if args.json:
+        if show_details:
+            report["details"] = details
+        sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+    else:
+        print_text(report, details if show_details else None)
+    for warning in report["warnings"]:
+        sys.stderr.write(f"warning: {warning}\n")
+    failures = _below_floors(report, args)
+    for failure in failures:
+        sys.stderr.write(f"below floor: {failure}\n")
+    return EXIT_BELOW_FLOOR if failures else EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
