@@ -89,6 +89,7 @@ def _document_dict(row: sqlite3.Row, knowledge_dir: Path) -> dict[str, Any]:
         "status": status,
         "error": row["error"],
         "ocr": bool(row["ocr_pages"]),
+        "ocr_engine": row["ocr_engine"],
         "ocr_pages": json.loads(row["ocr_pages"]) if row["ocr_pages"] else [],
         "needs_ocr_pages": json.loads(row["needs_ocr_pages"]) if row["needs_ocr_pages"] else [],
         "indexed_at": row["indexed_at"],

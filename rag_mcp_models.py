@@ -99,6 +99,7 @@ class DocumentOut(_Out):
     status: str = Field(description="indexed | failed | needs_ocr | stale")
     error: str | None
     ocr: bool
+    ocr_engine: str | None
     ocr_pages: list[int]
     needs_ocr_pages: list[int]
     indexed_at: float

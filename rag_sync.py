@@ -206,7 +206,7 @@ def extract_document(
     except Exception as exc:  # a library bug on a hostile file must not stop the job
         raise ExtractionError(f"{type(exc).__name__} while extracting: {exc}"[:500]) from exc
     if ocr_pages:
-        ocr_engine = getattr(ctx.ocr, "engine_name", None) or "ocr"
+        ocr_engine = getattr(ctx.ocr, "engine", None) or "ocr"
     return DocumentContent(
         title=title or entry.abs_path.stem,
         sections=sections,
