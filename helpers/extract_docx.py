@@ -138,9 +138,13 @@ def _style_names(document: docx.document.Document) -> dict[str, str]:
 
 
 def paragraph_text(element: etree._Element) -> str:
+    """Text of a paragraph, text boxes inside it on their own lines."""
     parts: list[str] = []
-    for node in element.iter(_W_T, _W_TAB, _W_BR, _W_CR, _W_NO_BREAK_HYPHEN):
-        if node.tag == _W_T:
+    for node in element.iter(_W_T, _W_TAB, _W_BR, _W_CR, _W_NO_BREAK_HYPHEN, _W_P):
+        if node.tag == _W_P:
+            if node is not element:
+                parts.append("\n")  # a paragraph of a text box anchored in this one
+        elif node.tag == _W_T:
             parts.append(node.text or "")
         elif node.tag == _W_TAB:
             parts.append("\t")
@@ -151,9 +155,19 @@ def paragraph_text(element: etree._Element) -> str:
     return "".join(parts)
 
 
+def outer_paragraphs(container: etree._Element) -> Iterator[etree._Element]:
+    """Paragraphs of a container, except those inside another paragraph (its text boxes)."""
+    for p in container.iter(_W_P):
+        ancestor = p.getparent()
+        while ancestor is not None and ancestor is not container and ancestor.tag != _W_P:
+            ancestor = ancestor.getparent()
+        if ancestor is None or ancestor is container:
+            yield p
+
+
 def _cell_text(tc: etree._Element) -> str:
     """All text of a cell, nested tables included, as one line."""
-    return collapse_spaces(" ".join(paragraph_text(p) for p in tc.iter(_W_P)))
+    return collapse_spaces(" ".join(paragraph_text(p) for p in outer_paragraphs(tc)))
 
 
 def _row_cells(tr: etree._Element) -> list[str]:
@@ -186,9 +200,8 @@ def _header_footer_notes(document: docx.document.Document) -> Iterator[TextBlock
         for label, part in (("Header", section.header), ("Footer", section.footer)):
             if part.is_linked_to_previous:
                 continue
-            text = "\n".join(
-                paragraph_text(p) for p in part._element.iter(_W_P) if paragraph_text(p).strip()
-            ).strip()
+            lines = (paragraph_text(p).strip() for p in outer_paragraphs(part._element))
+            text = "\n".join(line for line in lines if line)
             if text and text not in seen:
                 seen.add(text)
                 yield _note(text, label)
@@ -206,7 +219,7 @@ def _notes_parts(document: docx.document.Document) -> Iterator[TextBlock]:
             for note in root.iter(tag):
                 if note.get(_W_TYPE) in ("separator", "continuationSeparator"):
                     continue
-                text = collapse_spaces(" ".join(paragraph_text(p) for p in note.iter(_W_P)))
+                text = collapse_spaces(" ".join(paragraph_text(p) for p in outer_paragraphs(note)))
                 if text:
                     yield _note(text, label)
 

@@ -1,0 +1,86 @@
+"""Filename channel: a query that names a file (name, stem or a distinctive part of its path, any
+case, with or without extension, `_ - . /` and spaces interchangeable) puts that file first.
+
+Looks up `doc_names` (migration 2): exact name/stem keys through a B-tree index and substrings
+through a trigram FTS over path keys, so the cost does not grow with the number of documents.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from helpers.lexical_common import CHANNEL_DEPTH, ChannelResult, SearchContext, fts_phrase
+from helpers.text_normalize import fold
+
+_SEPARATORS = re.compile(r"[\s_\-./\\]+")
+# A token that looks like a file or path inside a longer query: "budget.csv", "docs/spec".
+_FILE_TOKEN = re.compile(r"\S*[\w\u0e00-\u0e7f](?:\.[A-Za-z0-9]{1,5}|/\S+)\b")
+SUBSTRING_MIN_CHARS = 4  # "doc" or "md" inside a path names nothing in particular
+SCORE_NAME, SCORE_STEM, SCORE_IN_NAME, SCORE_IN_PATH = 4.0, 3.0, 2.0, 1.0
+
+
+@dataclass(frozen=True)
+class NameKeys:
+    name_key: str
+    stem_key: str
+    path_key: str
+
+
+def path_key(text: str) -> str:
+    """Folded, with runs of separators as one space (same rule as migration 2's backfill)."""
+    return _SEPARATORS.sub(" ", fold(text)).strip()
+
+
+def name_keys(rel_path: str) -> NameKeys:
+    folded = fold(rel_path)
+    name = folded.rsplit("/", 1)[-1]
+    stem = name[: name.rfind(".")] if name.find(".") > 0 else name
+    return NameKeys(path_key(name), path_key(stem), path_key(folded))
+
+
+def query_keys(raw: str) -> list[str]:
+    """The whole query, then each file-like token in it, as path keys."""
+    keys = [path_key(raw)]
+    keys += [path_key(token) for token in _FILE_TOKEN.findall(raw)]
+    return [k for k in dict.fromkeys(keys) if k]
+
+
+def channel_filename(ctx: SearchContext) -> ChannelResult:
+    where, params = ctx.filters.sql()
+    scores: dict[int, float] = {}
+    for key in query_keys(ctx.query.raw):
+        for column, score in (("name_key", SCORE_NAME), ("stem_key", SCORE_STEM)):
+            for row in ctx.conn.execute(
+                f"SELECT n.doc_id FROM doc_names n JOIN documents d ON d.id = n.doc_id "
+                f"WHERE n.{column} = ? AND d.chunk_count > 0 AND {where} LIMIT ?",
+                (key, *params, CHANNEL_DEPTH),
+            ):
+                scores[row[0]] = max(scores.get(row[0], 0.0), score)
+        if len(key) < SUBSTRING_MIN_CHARS:
+            continue
+        for row in ctx.conn.execute(
+            "SELECT n.doc_id, n.name_key FROM doc_names_fts f JOIN doc_names n ON n.doc_id = f.rowid "
+            f"JOIN documents d ON d.id = n.doc_id WHERE doc_names_fts MATCH ? "
+            f"AND d.chunk_count > 0 AND {where} ORDER BY f.rank LIMIT ?",
+            (fts_phrase(key), *params, CHANNEL_DEPTH),
+        ):
+            score = SCORE_IN_NAME if key in row[1] else SCORE_IN_PATH
+            scores[row[0]] = max(scores.get(row[0], 0.0), score)
+    if not scores:
+        return ChannelResult("filename", [])
+    ids = list(scores)
+    marks = ",".join("?" * len(ids))
+    docs = {
+        row[0]: (row[1], row[2])
+        for row in ctx.conn.execute(
+            f"SELECT d.id, d.path, (SELECT MIN(c.id) FROM chunks c WHERE c.document_id = d.id) "
+            f"FROM documents d WHERE d.id IN ({marks})",
+            ids,
+        )
+    }
+    ranked = sorted(
+        (doc_id for doc_id in ids if docs.get(doc_id, (None, None))[1] is not None),
+        key=lambda d: (-scores[d], len(docs[d][0]), docs[d][0]),
+    )
+    return ChannelResult("filename", [(docs[d][1], scores[d]) for d in ranked[:CHANNEL_DEPTH]])

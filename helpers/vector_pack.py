@@ -1,0 +1,142 @@
+"""Pack float16 vectors, chunk ids and text hashes into BLOB blocks, and score them exactly.
+
+numpy only: the search path and the sync worker use it without any ML runtime.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Vectors per semantic_blocks row. Packed 1,024-vector rows scanned twice as fast as one row per
+# vector (199 vs 397 ms for 200k x 384 with numpy, stack-facts), and a block stays under 1 MB
+# (1,024 x 384 x 2 bytes = 768 KB), so a scan streams in bounded memory.
+BLOCK_SIZE = 1024
+HASH_BYTES = 16  # sha256 prefix per vector: 128 bits cannot collide by chance
+VECTOR_DTYPE = np.dtype("<f2")
+ID_DTYPE = np.dtype("<i8")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One decoded semantic_blocks row (arrays are read-only views of the BLOBs)."""
+
+    chunk_ids: np.ndarray  # int64 [count]
+    text_hashes: tuple[bytes, ...]  # HASH_BYTES each
+    vectors: np.ndarray  # float16 [count, dim]
+
+
+def hash_digest(text_hash: str) -> bytes:
+    """The 16-byte key stored beside a vector: the first bytes of a hex sha256, else its sha256."""
+    if len(text_hash) == 64:
+        try:
+            return bytes.fromhex(text_hash)[:HASH_BYTES]
+        except ValueError:
+            pass
+    return hashlib.sha256(text_hash.encode("utf-8")).digest()[:HASH_BYTES]
+
+
+def pack_vectors(vectors: np.ndarray) -> bytes:
+    if vectors.ndim != 2:
+        raise ValueError(f"expected a 2-D array, got shape {vectors.shape}")
+    return np.ascontiguousarray(vectors, dtype=VECTOR_DTYPE).tobytes()
+
+
+def unpack_vectors(blob: bytes, count: int, dim: int) -> np.ndarray:
+    expected = count * dim * VECTOR_DTYPE.itemsize
+    if len(blob) != expected:
+        raise ValueError(f"vector blob has {len(blob)} bytes, expected {expected}")
+    return np.frombuffer(blob, dtype=VECTOR_DTYPE).reshape(count, dim)
+
+
+def pack_ids(ids: Sequence[int] | np.ndarray) -> bytes:
+    return np.asarray(ids, dtype=ID_DTYPE).tobytes()
+
+
+def unpack_ids(blob: bytes) -> np.ndarray:
+    if len(blob) % ID_DTYPE.itemsize:
+        raise ValueError(f"id blob length {len(blob)} is not a multiple of 8")
+    return np.frombuffer(blob, dtype=ID_DTYPE)
+
+
+def pack_hashes(hashes: Iterable[bytes]) -> bytes:
+    items = list(hashes)
+    for item in items:
+        if len(item) != HASH_BYTES:
+            raise ValueError(f"text hash must be {HASH_BYTES} bytes, got {len(item)}")
+    return b"".join(items)
+
+
+def unpack_hashes(blob: bytes) -> tuple[bytes, ...]:
+    if len(blob) % HASH_BYTES:
+        raise ValueError(f"hash blob length {len(blob)} is not a multiple of {HASH_BYTES}")
+    return tuple(blob[i : i + HASH_BYTES] for i in range(0, len(blob), HASH_BYTES))
+
+
+def decode_block(chunk_ids: bytes, text_hashes: bytes, vectors: bytes, dim: int) -> Block:
+    ids = unpack_ids(chunk_ids)
+    hashes = unpack_hashes(text_hashes)
+    if len(hashes) != len(ids):
+        raise ValueError(f"block has {len(ids)} ids but {len(hashes)} hashes")
+    return Block(ids, hashes, unpack_vectors(vectors, len(ids), dim))
+
+
+def vectors_to_b64(vectors: np.ndarray) -> str:
+    """Row-major float16 as base64: the worker protocol's vector payload."""
+    return base64.b64encode(pack_vectors(vectors)).decode("ascii")
+
+
+def vectors_from_b64(payload: str, count: int, dim: int) -> np.ndarray:
+    return unpack_vectors(base64.b64decode(payload), count, dim)
+
+
+def l2_normalise(vectors: np.ndarray) -> np.ndarray:
+    """Unit rows in float32 (a zero row stays zero instead of becoming NaN)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.maximum(norms, 1e-12)
+
+
+class TopK:
+    """Exact running top-k over scored blocks; ties go to the lower chunk id (deterministic)."""
+
+    def __init__(self, k: int) -> None:
+        if k < 1:
+            raise ValueError("top_k must be at least 1")
+        self.k = k
+        self._heap: list[tuple[float, int]] = []  # (score, -chunk_id): the root is the worst
+
+    def add(self, chunk_ids: np.ndarray, scores: np.ndarray) -> None:
+        scores = np.asarray(scores, dtype=np.float32).reshape(-1)
+        if len(scores) > self.k:
+            # Keep every row tied with the k-th best so the id tie-break stays exact.
+            kth = np.partition(scores, len(scores) - self.k)[len(scores) - self.k]
+            keep = np.nonzero(scores >= kth)[0]
+        else:
+            keep = np.arange(len(scores))
+        for index in keep:
+            item = (float(scores[index]), -int(chunk_ids[index]))
+            if len(self._heap) < self.k:
+                heapq.heappush(self._heap, item)
+            elif item > self._heap[0]:
+                heapq.heapreplace(self._heap, item)
+
+    def result(self) -> list[tuple[int, float]]:
+        ordered = sorted(self._heap, reverse=True)
+        return [(-neg_id, score) for score, neg_id in ordered]
+
+
+def exact_top_k(
+    query: np.ndarray, blocks: Iterable[tuple[np.ndarray, np.ndarray]], k: int
+) -> list[tuple[int, float]]:
+    """Cosine top-k of a unit query over (chunk_ids, float16 unit vectors) blocks, with numpy."""
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    top = TopK(k)
+    for ids, vectors in blocks:
+        top.add(ids, vectors.astype(np.float32) @ q)
+    return top.result()
