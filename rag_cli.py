@@ -44,6 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
     sub.add_parser("demo", help="sync the knowledge dir, then run a few sample searches")
+    p = sub.add_parser("model", help="semantic model management")
+    model_sub = p.add_subparsers(dest="model_command", required=True)
+    p = model_sub.add_parser(
+        "fetch", help="download the default embedding model into the Hugging Face cache"
+    )
+    p.add_argument("--base-url", default="https://huggingface.co", help="model hub address")
+    p.add_argument("--cache-dir", help="Hugging Face hub cache (default: HF_HUB_CACHE / HF_HOME)")
     return parser
 
 
@@ -170,6 +177,8 @@ def _dispatch(config: Config, args: argparse.Namespace) -> int:
         return 0
     if args.command == "demo":
         return _demo(config)
+    if args.command == "model":
+        return _model_fetch(args)
     raise AssertionError(args.command)
 
 
@@ -181,3 +190,26 @@ def _demo(config: Config) -> int:
         print(f"\n=== search: {query}")
         print_search(rag_service.search(config, query, top_k=3).to_dict(), explain=True)
     return 0 if view.state == "succeeded" else 1
+
+
+def _model_fetch(args: argparse.Namespace) -> int:
+    """The only code path that downloads anything, and only when the user asks for it."""
+    from pathlib import Path
+
+    from helpers import model_fetch, semantic_model
+
+    cache = Path(args.cache_dir) if args.cache_dir else semantic_model.hf_hub_cache_root()
+
+    def show(name: str, done: int, total: int | None) -> None:
+        size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
+        sys.stderr.write(f"\r{name}: {size}   ")
+        sys.stderr.flush()
+
+    try:
+        result = model_fetch.fetch_model(cache, base_url=args.base_url, progress=show)
+    except model_fetch.FetchError as exc:
+        sys.stderr.write(f"\nerror: {exc} (hint: {exc.hint})\n")
+        return 2
+    sys.stderr.write("\n")
+    print(f"model ready in {result.model_dir} ({result.downloaded_bytes / 1e6:.1f} MB downloaded)")
+    return 0

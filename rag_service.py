@@ -369,20 +369,34 @@ def wait_for_job(
 
 
 # -- health ------------------------------------------------------------------------------------
-def semantic_state(config: Config) -> dict[str, Any]:
-    if not config.semantic:
-        return {"state": "off", "hint": "start with --semantic on to enable semantic search"}
-    try:
-        from helpers import semantic_model
-    except ImportError:
-        return {"state": "unavailable", "hint": "semantic support is not installed"}
-    availability = semantic_model.check_availability(
-        config.semantic_model_dir, enabled=config.semantic, cache_dir=config.data_dir / "cache"
+SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB each call is slow)
+
+
+def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> dict[str, Any]:
+    """off / unavailable / not_built / stale / ready, with the fix, the model and vector count."""
+    from helpers import semantic_model
+
+    cache_dir = config.data_dir / SEMANTIC_CACHE
+    if conn is None:
+        availability = semantic_model.check_availability(
+            config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
+        )
+        return {
+            "state": availability.state,
+            "reason": availability.reason,
+            "hint": availability.hint,
+        }
+    import rag_semantic
+
+    state = rag_semantic.semantic_state(
+        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
     )
     return {
-        "state": availability.state,
-        "reason": availability.reason,
-        "hint": availability.hint,
+        "state": state.state,
+        "reason": state.reason,
+        "hint": state.hint,
+        "model": state.model_name,
+        "vectors": state.vector_count,
     }
 
 
@@ -416,7 +430,7 @@ def health(config: Config) -> dict[str, Any]:
         "chunks": 0,
         "stale_documents": 0,
         "last_job": None,
-        "semantic": _safe(lambda: semantic_state(config)),
+        "semantic": {},
         "ocr": _safe(lambda: ocr_state(config)),
         "supported_formats": sorted(s.lstrip(".") for s in extractors.SUPPORTED_SUFFIXES),
         "problems": problems,
@@ -427,12 +441,15 @@ def health(config: Config) -> dict[str, Any]:
             conn = connect(config.db_path)
             try:
                 _fill_index_stats(conn, config, report)
+                report["semantic"] = _safe(lambda: semantic_state(config, conn))
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
             problems.append(f"index {config.db_path} cannot be read ({exc}): move it away and sync")
     elif not problems:
         report["warnings"].append("nothing is indexed yet: run sync_kb")
+    if not report["semantic"]:
+        report["semantic"] = _safe(lambda: semantic_state(config))
     if report["semantic"].get("state") not in ("ready", "off"):
         report["warnings"].append(
             f"semantic search {report['semantic'].get('state')}: {report['semantic'].get('hint')}"

@@ -241,8 +241,8 @@ def run_job(config: Config, job_id: str) -> int:
         )
         reporter.check_cancel()
         reporter.on_phase("semantic")
-        _semantic_phase(conn, config, reporter)
-        state, message = "succeeded", None
+        message = _semantic_phase(conn, config, reporter)
+        state = "succeeded"
     except JobCancelled:
         state, message = "cancelled", "cancelled on request; documents indexed so far are kept"
     except Exception as exc:
@@ -260,19 +260,27 @@ def run_job(config: Config, job_id: str) -> int:
     return 0 if state != "failed" else 1
 
 
-def _semantic_phase(conn, config: Config, reporter: JobReporter) -> None:  # type: ignore[no-untyped-def]
-    """Build vectors for new/changed chunks when semantic search is enabled and available."""
+def _semantic_phase(conn: sqlite3.Connection, config: Config, reporter: JobReporter) -> str | None:
+    """Build vectors for new/changed chunks when semantic search is enabled and available.
+
+    A failed build never fails the job: the lexical index is complete and searchable, the
+    previous vector generation stays in use, and the reason is reported. Returns that reason.
+    """
     if not config.semantic:
-        return
+        return None
+    import rag_semantic
+    from helpers.semantic_model import ModelError
+
     try:
-        import rag_semantic
-    except ImportError:
-        return
-    if not hasattr(rag_semantic, "sync_phase"):  # semantic build not wired in yet
-        return
-    rag_semantic.sync_phase(
-        conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
-    )
+        rag_semantic.sync_phase(
+            conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
+        )
+    except (rag_semantic.SemanticError, ModelError) as exc:
+        message = f"semantic index not updated: {exc} (hint: {exc.hint})"
+        reporter.on_error("(semantic index)", message)
+        log.error(message)
+        return message
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ OPTIONAL_FILES = (
     "tokenizer_config.json",
     "special_tokens_map.json",
 )
-CHUNK_BYTES = 1 << 20  # write and hash in 1 MiB pieces: bounded memory for a 470 MB fp32 file
+CHUNK_BYTES = 1 << 20  # hash in 1 MiB pieces: bounded memory even for a 470 MB fp32 file
 TIMEOUT_S = 60.0  # per network operation (connect/read), not for the whole file
 MAX_REDIRECTS = 5
 OFFLINE_HINT = (

@@ -1,0 +1,680 @@
+"""Semantic channel client: run the embedding worker, build vector generations, query them.
+
+No ML import here: embedding happens in `semantic_worker.py`, a subprocess spoken to in JSON
+lines. A generation becomes visible (ready = 1) only when every vector is written, so a
+cancelled, failed or killed build never changes what search sees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import queue
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+import rag_db
+from helpers import vector_pack
+from helpers.semantic_model import (
+    FETCH_HINT,
+    ModelError,
+    ModelInfo,
+    check_availability,
+    discover_model_dir,
+    load_model_info,
+)
+
+if TYPE_CHECKING:
+    from rag_config import Config
+
+log = logging.getLogger(__name__)
+
+WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
+DEFAULT_THREADS = 2  # the target machines have 2 cores
+# Per request: model load (~1-2 s) plus one embed request (~1 s for 64 texts of 100 tokens on
+# 2 threads); generous for slow or busy machines, short enough that a hung worker is noticed.
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_QUERY_TIMEOUT_S = 30.0  # spawn + load + embed + scan: ~1 s measured
+# Texts per embed request: the build checks should_cancel() and reports progress between
+# requests, so this bounds cancel latency (~1 s) and the size of one JSON line.
+EMBED_REQUEST_TEXTS = 64
+CLOSE_WAIT_S = 5.0  # a worker asked to quit exits at once; after this it is killed
+BUILD_HINT = "run a sync (sync_kb) to build the semantic index"
+CACHE_SUBDIR = "cache"  # under the data dir: model hash cache (same place rag_service uses)
+WORKER_LOG = "semantic_worker.log"  # under the logs dir
+
+
+class SemanticError(Exception):
+    """Base of the semantic channel's errors; `hint` says what to do."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class WorkerError(SemanticError):
+    """The worker answered {"ok": false}."""
+
+
+class WorkerCrashed(SemanticError):
+    """The worker exited (or was killed) before answering."""
+
+
+class WorkerTimeout(SemanticError):
+    """The worker did not answer in time and was killed."""
+
+
+class NotReadyError(SemanticError):
+    """No usable generation: never built, or built with another model."""
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    fingerprint: str
+    dim: int
+    model_file: str
+    model_name: str
+    max_seq_length: int
+    prompts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Embedding:
+    vectors: np.ndarray  # float16 [n, dim], unit rows
+    tokens: tuple[int, ...]  # per text, with <s> and </s>, before truncation
+
+
+@dataclass(frozen=True)
+class Generation:
+    id: int
+    fingerprint: str
+    model_name: str
+    dim: int
+    ready: bool
+    vector_count: int
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    status: Literal["built", "unchanged", "cancelled"]
+    generation_id: int | None  # the ready generation after the call
+    fingerprint: str
+    vector_count: int
+    embedded: int  # texts sent to the model
+    reused: int  # vectors copied from the previous generation
+
+
+@dataclass(frozen=True)
+class SemanticState:
+    state: Literal["off", "unavailable", "not_built", "stale", "ready"]
+    reason: str
+    hint: str
+    model_name: str | None
+    fingerprint: str | None  # of the current model (None when unavailable/off)
+    vector_count: int  # in the newest ready generation
+    generation_id: int | None
+
+
+class SemanticWorker:
+    """One `semantic_worker.py` subprocess; use as a context manager."""
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        log_path: Path,
+        cache_dir: Path | None = None,
+        threads: int = DEFAULT_THREADS,
+        idle_seconds: float | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        self.log_path = Path(log_path)
+        self.cache_dir = cache_dir
+        self.threads = threads
+        self.idle_seconds = idle_seconds
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> SemanticWorker:
+        if self._proc is not None:
+            return self
+        command = [sys.executable, str(WORKER_SCRIPT), "--model-dir", str(self.model_dir)]
+        command += ["--threads", str(self.threads)]
+        if self.cache_dir is not None:
+            command += ["--cache-dir", str(self.cache_dir)]
+        if self.idle_seconds:
+            command += ["--idle-seconds", str(self.idle_seconds)]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor
+        with self.log_path.open("ab") as log_file:
+            pipe = subprocess.PIPE
+            self._proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=log_file)
+        threading.Thread(
+            target=_pump_lines, args=(self._proc.stdout, self._lines), daemon=True
+        ).start()
+        return self
+
+    def __enter__(self) -> SemanticWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request(self, payload: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send one request and wait for its answer; typed errors for every failure.
+
+        A worker that already exited (idle timeout in warm mode) is replaced first.
+        """
+        if self._proc is not None and self._proc.poll() is not None:
+            self.kill()
+        proc = self.start()._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise self._crashed() from exc
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        try:
+            line = self._lines.get(timeout=limit)
+        except queue.Empty:
+            self.kill()
+            raise WorkerTimeout(
+                f"semantic worker gave no answer to {payload.get('op')!r} in {limit:.0f} s",
+                f"the machine may be overloaded; see {self.log_path}",
+            ) from None
+        if line is None:
+            raise self._crashed()
+        try:
+            response = json.loads(line)
+        except ValueError as exc:
+            self.kill()
+            raise WorkerCrashed(
+                f"semantic worker wrote a non-JSON line: {line[:200]!r}", f"see {self.log_path}"
+            ) from exc
+        if not response.get("ok"):
+            raise WorkerError(str(response.get("error")), str(response.get("hint") or ""))
+        return response
+
+    def info(self) -> WorkerInfo:
+        r = self.request({"op": "info"})
+        return WorkerInfo(**{f.name: r[f.name] for f in dataclasses.fields(WorkerInfo)})
+
+    def embed(
+        self, texts: Sequence[str], kind: Literal["passage", "query"] = "passage"
+    ) -> Embedding:
+        r = self.request({"op": "embed", "kind": kind, "texts": list(texts)})
+        vectors = vector_pack.vectors_from_b64(r["vectors"], r["count"], r["dim"])
+        return Embedding(vectors, tuple(r["tokens"]))
+
+    def count_tokens(
+        self, texts: Sequence[str], kind: Literal["passage", "query"] = "passage"
+    ) -> list[int]:
+        payload = {"op": "count_tokens", "kind": kind, "texts": list(texts)}
+        return list(self.request(payload)["tokens"])
+
+    def search(
+        self,
+        db_path: Path,
+        generation: int,
+        query: str,
+        top_k: int,
+        *,
+        fingerprint: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """Exact cosine top-k of `query` over one ready generation (chunk id, score)."""
+        db = str(Path(db_path).resolve())
+        payload = {"op": "search", "db": db, "generation": generation, "query": query}
+        r = self.request({**payload, "top_k": top_k, "fingerprint": fingerprint})
+        return [(int(cid), float(score)) for cid, score in r["hits"]]
+
+    def close(self) -> None:
+        """Ask the worker to quit; kill it if it does not within CLOSE_WAIT_S."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        assert proc.stdin is not None
+        try:
+            if proc.poll() is None:
+                proc.stdin.write(b'{"op":"quit"}\n')
+                proc.stdin.flush()
+        except OSError:
+            pass  # it already exited
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):  # a broken pipe to a dead process
+                    proc.stdin.close()
+
+    def _crashed(self) -> WorkerCrashed:
+        code = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = self._proc.wait(timeout=CLOSE_WAIT_S) if self._proc else None
+        self.kill()
+        return WorkerCrashed(
+            f"semantic worker exited (code {code}) before answering", f"see {self.log_path}"
+        )
+
+
+def _pump_lines(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
+    """Move stdout lines into a queue so requests can wait with a timeout; None marks EOF.
+
+    This thread owns the stream and closes it at EOF (closing it from another thread while a
+    read is blocked is unsafe).
+    """
+    try:
+        for line in iter(stream.readline, b""):
+            lines.put(line)
+    except (OSError, ValueError):
+        pass
+    finally:
+        lines.put(None)
+        stream.close()
+
+
+# --- generations -----------------------------------------------------------------------------
+
+
+def latest_ready_generation(conn: sqlite3.Connection) -> Generation | None:
+    row = conn.execute(
+        "SELECT id, fingerprint, model_name, dim, ready, vector_count FROM semantic_generations "
+        "WHERE ready = 1 ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    return Generation(row[0], row[1], row[2], row[3], bool(row[4]), row[5]) if row else None
+
+
+def _chunk_keys(conn: sqlite3.Connection) -> tuple[np.ndarray, list[bytes]]:
+    """(chunk ids, 16-byte text hashes) of every chunk, ordered by id."""
+    ids: list[int] = []
+    hashes: list[bytes] = []
+    for cid, text_hash in conn.execute("SELECT id, text_hash FROM chunks ORDER BY id"):
+        ids.append(cid)
+        hashes.append(vector_pack.hash_digest(text_hash))
+    return np.asarray(ids, dtype=np.int64), hashes
+
+
+def _generation_keys(conn: sqlite3.Connection, generation: int) -> tuple[np.ndarray, list[bytes]]:
+    """(chunk ids, hashes) stored in a generation; selecting them skips the vector BLOBs."""
+    ids: list[np.ndarray] = []
+    hashes: list[bytes] = []
+    for ids_blob, hash_blob in conn.execute(
+        "SELECT chunk_ids, text_hashes FROM semantic_blocks WHERE generation_id = ? "
+        "ORDER BY block_no",
+        (generation,),
+    ):
+        ids.append(vector_pack.unpack_ids(ids_blob))
+        hashes.extend(vector_pack.unpack_hashes(hash_blob))
+    all_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+    return all_ids, hashes
+
+
+def _same_keys(a: tuple[np.ndarray, list[bytes]], b: tuple[np.ndarray, list[bytes]]) -> bool:
+    return bool(np.array_equal(a[0], b[0])) and a[1] == b[1]
+
+
+def _reusable_vectors(
+    conn: sqlite3.Connection, source: Generation, wanted: list[bytes], dim: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Vectors of `source` for each wanted hash: (float16 [n, dim], found mask [n])."""
+    positions: dict[bytes, list[int]] = {}
+    for index, digest in enumerate(wanted):
+        positions.setdefault(digest, []).append(index)
+    vectors = np.zeros((len(wanted), dim), dtype=np.float16)
+    found = np.zeros(len(wanted), dtype=bool)
+    for hash_blob, vec_blob, count in conn.execute(
+        "SELECT text_hashes, vectors, count FROM semantic_blocks WHERE generation_id = ? "
+        "ORDER BY block_no",
+        (source.id,),
+    ):
+        block = None
+        for row, digest in enumerate(vector_pack.unpack_hashes(hash_blob)):
+            targets = positions.pop(digest, None)
+            if targets is None:
+                continue
+            if block is None:
+                block = vector_pack.unpack_vectors(vec_blob, count, dim)
+            vectors[targets] = block[row]
+            found[targets] = True
+    return vectors, found
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def build_generation(
+    conn: sqlite3.Connection,
+    model_dir: Path | None,
+    *,
+    cache_dir: Path | None,
+    log_path: Path,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+    threads: int = DEFAULT_THREADS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> BuildResult:
+    """Embed the current chunks into a new generation and publish it; see the module docstring.
+
+    Vectors of unchanged texts (same 16-byte text hash, same model fingerprint) are copied from
+    the newest ready generation, so only new or changed texts reach the model. `progress(done,
+    total)` counts texts to embed. One build at a time per index (the sync lock guarantees it).
+    Raises ModelError / SemanticError; the previous ready generation survives any failure.
+    """
+    info = _model_info(model_dir, cache_dir)
+    chunk_ids, hashes = _chunk_keys(conn)
+    current = latest_ready_generation(conn)
+    with rag_db.write_transaction(conn):  # leftovers of builds that crashed or were killed
+        conn.execute(
+            "DELETE FROM semantic_blocks WHERE generation_id IN "
+            "(SELECT id FROM semantic_generations WHERE ready = 0)"
+        )
+        conn.execute("DELETE FROM semantic_generations WHERE ready = 0")
+    if (
+        current is not None
+        and current.fingerprint == info.fingerprint
+        and _same_keys((chunk_ids, hashes), _generation_keys(conn, current.id))
+    ):
+        return BuildResult("unchanged", current.id, info.fingerprint, current.vector_count, 0, 0)
+
+    if current is not None and current.fingerprint == info.fingerprint and current.dim == info.dim:
+        vectors, found = _reusable_vectors(conn, current, hashes, info.dim)
+    else:
+        vectors = np.zeros((len(chunk_ids), info.dim), dtype=np.float16)
+        found = np.zeros(len(chunk_ids), dtype=bool)
+    pending, copies = _unique_pending(found, hashes)
+    with rag_db.write_transaction(conn):
+        generation = conn.execute(
+            "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
+            "created_at) VALUES (?, ?, ?, 0, 0, ?)",
+            (info.fingerprint, info.name, info.dim, time.time()),
+        ).lastrowid
+    assert generation is not None
+    # Spawned by its first request: a build that reuses every vector loads no model.
+    worker = SemanticWorker(
+        info.model_dir, log_path=log_path, cache_dir=cache_dir, threads=threads, timeout_s=timeout_s
+    )
+    try:
+        writer = _BlockWriter(conn, generation, chunk_ids, hashes, vectors)
+        if progress:
+            progress(0, len(pending))
+        for start in range(0, len(pending), EMBED_REQUEST_TEXTS):
+            if should_cancel and should_cancel():
+                raise _Cancelled
+            batch = pending[start : start + EMBED_REQUEST_TEXTS]
+            texts = _texts_for(conn, [int(chunk_ids[i]) for i in batch], [hashes[i] for i in batch])
+            embedded = worker.embed(texts, "passage").vectors
+            if embedded.shape[1] != info.dim:
+                raise SemanticError(
+                    f"worker returned dimension {embedded.shape[1]}, expected {info.dim}",
+                    "check 1_Pooling/config.json of the model folder",
+                )
+            vectors[batch] = embedded
+            for index in batch:
+                vectors[copies.get(index, [])] = vectors[index]
+            done = start + len(batch)
+            # Rows before the next text to embed are final (duplicates follow their original).
+            writer.flush_until(pending[done] if done < len(pending) else len(chunk_ids))
+            if progress:
+                progress(done, len(pending))
+        writer.flush_until(len(chunk_ids))
+        if should_cancel and should_cancel():
+            raise _Cancelled
+        _publish(conn, generation, len(chunk_ids))
+    except _Cancelled:
+        _discard(conn, generation)
+        kept = latest_ready_generation(conn)
+        kept_id, kept_count = (kept.id, kept.vector_count) if kept else (None, 0)
+        return BuildResult("cancelled", kept_id, info.fingerprint, kept_count, 0, 0)
+    except BaseException:
+        _discard(conn, generation)
+        raise
+    finally:
+        worker.close()
+    reused = int(found.sum())
+    return BuildResult("built", generation, info.fingerprint, len(chunk_ids), len(pending), reused)
+
+
+def _unique_pending(
+    found: np.ndarray, hashes: list[bytes]
+) -> tuple[list[int], dict[int, list[int]]]:
+    """Positions to embed (first of each text) and, per such position, its later duplicates."""
+    first: dict[bytes, int] = {}
+    pending: list[int] = []
+    copies: dict[int, list[int]] = {}
+    for index in np.nonzero(~found)[0].tolist():
+        original = first.setdefault(hashes[index], index)
+        if original == index:
+            pending.append(index)
+        else:
+            copies.setdefault(original, []).append(index)
+    return pending, copies
+
+
+def _publish(conn: sqlite3.Connection, generation: int, count: int) -> None:
+    """Make the generation visible and drop every other one, in one transaction."""
+    with rag_db.write_transaction(conn):
+        conn.execute(
+            "UPDATE semantic_generations SET ready = 1, vector_count = ?, finished_at = ? "
+            "WHERE id = ?",
+            (count, time.time(), generation),
+        )
+        conn.execute("DELETE FROM semantic_blocks WHERE generation_id != ?", (generation,))
+        conn.execute("DELETE FROM semantic_generations WHERE id != ?", (generation,))
+
+
+class _BlockWriter:
+    """Writes BLOCK_SIZE rows at a time, each block in its own short transaction."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        generation: int,
+        chunk_ids: np.ndarray,
+        hashes: list[bytes],
+        vectors: np.ndarray,
+    ) -> None:
+        self.conn, self.generation = conn, generation
+        self.chunk_ids, self.hashes, self.vectors = chunk_ids, hashes, vectors
+        self.next_block = 0
+
+    def flush_until(self, ready_before: int) -> None:
+        """Write every block whose rows all lie before position `ready_before`."""
+        total = len(self.chunk_ids)
+        while True:
+            start = self.next_block * vector_pack.BLOCK_SIZE
+            end = min(start + vector_pack.BLOCK_SIZE, total)
+            if start >= total or end > ready_before:
+                return
+            with rag_db.write_transaction(self.conn):
+                self.conn.execute(
+                    "INSERT INTO semantic_blocks(generation_id, block_no, count, chunk_ids, "
+                    "text_hashes, vectors) VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        self.generation,
+                        self.next_block,
+                        end - start,
+                        vector_pack.pack_ids(self.chunk_ids[start:end]),
+                        vector_pack.pack_hashes(self.hashes[start:end]),
+                        vector_pack.pack_vectors(self.vectors[start:end]),
+                    ),
+                )
+            self.next_block += 1
+
+
+def _texts_for(conn: sqlite3.Connection, ids: list[int], hashes: list[bytes]) -> list[str]:
+    placeholders = ",".join("?" * len(ids))
+    rows = {
+        cid: (text, text_hash)
+        for cid, text, text_hash in conn.execute(
+            f"SELECT id, text, text_hash FROM chunks WHERE id IN ({placeholders})", ids
+        )
+    }
+    texts = []
+    for cid, digest in zip(ids, hashes, strict=True):
+        row = rows.get(cid)
+        if row is None or vector_pack.hash_digest(row[1]) != digest:
+            raise SemanticError(
+                f"chunk {cid} changed during the semantic build", "run the sync again"
+            )
+        texts.append(row[0])
+    return texts
+
+
+def _discard(conn: sqlite3.Connection, generation: int) -> None:
+    """Remove a generation that will never be published (best effort: the next build retries)."""
+    try:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        with rag_db.write_transaction(conn):
+            conn.execute("DELETE FROM semantic_blocks WHERE generation_id = ?", (generation,))
+            conn.execute(
+                "DELETE FROM semantic_generations WHERE id = ? AND ready = 0", (generation,)
+            )
+    except sqlite3.Error as exc:
+        log.warning("could not discard semantic generation %s: %s", generation, exc)
+
+
+def _model_info(model_dir: Path | None, cache_dir: Path | None) -> ModelInfo:
+    found = discover_model_dir(model_dir)
+    if found is None:
+        raise ModelError("no semantic model folder found", FETCH_HINT)
+    return load_model_info(found, cache_dir)
+
+
+def sync_phase(
+    conn: sqlite3.Connection,
+    config: Config,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    should_cancel: Callable[[], bool | None] | None = None,
+) -> BuildResult | None:
+    """The sync job's semantic step: build when enabled and available, else log why and skip.
+
+    `should_cancel` may also raise (the job's own cancel exception): the partial generation is
+    discarded and the exception propagates. Build failures raise SemanticError / ModelError.
+    """
+    cache_dir = config.data_dir / CACHE_SUBDIR
+    availability = check_availability(
+        config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
+    )
+    if availability.state != "ready" or availability.model is None:
+        log.info("semantic build skipped: %s (%s)", availability.reason, availability.hint)
+        return None
+    return build_generation(
+        conn,
+        availability.model.model_dir,
+        cache_dir=cache_dir,
+        log_path=config.logs_dir / WORKER_LOG,
+        progress=progress,
+        should_cancel=(lambda: bool(should_cancel())) if should_cancel else None,
+    )
+
+
+# --- search and health -----------------------------------------------------------------------
+
+
+def query(
+    db_path: Path,
+    model_dir: Path | None,
+    query: str,
+    top_k: int,
+    *,
+    cache_dir: Path | None,
+    log_path: Path,
+    timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
+    threads: int = DEFAULT_THREADS,
+    worker: SemanticWorker | None = None,
+) -> list[tuple[int, float]]:
+    """Top-k (chunk id, cosine) for `query`; cold (spawn, answer, exit) unless a worker is given.
+
+    Raises NotReadyError when no generation of the current model is ready, ModelError for a
+    broken model folder and WorkerError/WorkerCrashed/WorkerTimeout for worker failures.
+    """
+    info = _model_info(model_dir, cache_dir)
+    conn = rag_db.connect(Path(db_path), readonly=True)
+    try:
+        generation = latest_ready_generation(conn)
+    finally:
+        conn.close()
+    if generation is None:
+        raise NotReadyError("the semantic index has not been built yet", BUILD_HINT)
+    if generation.fingerprint != info.fingerprint:
+        raise NotReadyError(
+            "the semantic index was built with another model or model version", BUILD_HINT
+        )
+    if worker is not None:
+        return worker.search(db_path, generation.id, query, top_k, fingerprint=info.fingerprint)
+    with SemanticWorker(
+        info.model_dir,
+        log_path=log_path,
+        cache_dir=cache_dir,
+        threads=threads,
+        timeout_s=timeout_s,
+    ) as cold:
+        return cold.search(db_path, generation.id, query, top_k, fingerprint=info.fingerprint)
+
+
+def semantic_state(
+    conn: sqlite3.Connection,
+    model_dir: Path | None,
+    enabled: bool,
+    cache_dir: Path | None,
+    *,
+    check_chunks: bool = True,
+) -> SemanticState:
+    """Health summary: off / unavailable / not_built / stale / ready, with the fix as a hint.
+
+    `check_chunks` compares every chunk id and text hash with the generation (~0.1 s per 100k
+    chunks); without it only a model change is reported as stale. Pass a cache_dir: without
+    one the model file is re-hashed on every call.
+    """
+    generation = latest_ready_generation(conn)
+    count, gen_id = (generation.vector_count, generation.id) if generation else (0, None)
+    availability = check_availability(model_dir, enabled=enabled, cache_dir=cache_dir)
+    model = availability.model
+    if availability.state != "ready" or model is None:
+        state = "off" if availability.state == "off" else "unavailable"
+        return SemanticState(
+            state, availability.reason, availability.hint, None, None, count, gen_id
+        )
+    state, reason, hint = "ready", availability.reason, ""
+    if generation is None:
+        state, reason, hint = "not_built", "no semantic generation has been built", BUILD_HINT
+    elif generation.fingerprint != model.fingerprint:
+        state, reason = "stale", f"vectors were built with another model ({generation.model_name})"
+        hint = BUILD_HINT
+    elif check_chunks and not _same_keys(_chunk_keys(conn), _generation_keys(conn, gen_id)):
+        state, reason, hint = "stale", "chunks changed since the last semantic build", BUILD_HINT
+    return SemanticState(state, reason, hint, model.name, model.fingerprint, count, gen_id)

@@ -1,0 +1,217 @@
+"""Build a tiny but real sentence-transformers ONNX model folder for tests.
+
+The encoder is an embedding Gather, one MatMul and the attention mask, written with onnx.helper
+and INT8-quantized by onnxruntime; the tokenizer is a SentencePiece model trained in-process
+with the XLM-R id layout (<unk>=0, <s>=1, </s>=2). Same files, same code path as a real model.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+REAL_MODEL_DIR = Path(__file__).resolve().parents[2] / "shared/models/multilingual-e5-small-int8"
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Reset your password with the link in the confirmation email.",
+    "Lake Baikal is the deepest lake in the world.",
+    "Water boils at one hundred degrees at sea level.",
+    "The invoice must be paid within thirty days.",
+    "Backups run every night at two o'clock.",
+    "Как сбросить пароль учётной записи?",
+    "Байкал — самое глубокое озеро на планете.",
+    "Счёт нужно оплатить в течение тридцати дней.",
+    "กรุงเทพมหานครเป็นเมืองหลวงของประเทศไทย",
+    "ต้มยำกุ้งเป็นอาหารไทยที่มีชื่อเสียง",
+    "query: passage: document section chapter table page slide sheet",
+]
+DEFAULT_PROMPTS = {"query": "query: ", "passage": "passage: "}
+
+
+def train_sentencepiece(sentences: Sequence[str] = CORPUS) -> bytes:
+    """A small unigram model with XLM-R's special-id layout, trained in memory."""
+    import sentencepiece as spm
+
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(list(sentences) * 4),
+        model_writer=buffer,
+        model_type="unigram",
+        vocab_size=160,
+        hard_vocab_limit=False,
+        character_coverage=1.0,
+        normalization_rule_name="identity",
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=-1,
+        minloglevel=2,
+    )
+    return buffer.getvalue()
+
+
+def build_encoder_onnx(
+    vocab_rows: int, dim: int, seed: int, *, with_token_type_ids: bool = True
+) -> bytes:
+    """Gather(embedding, input_ids) -> MatMul(W) -> * attention_mask = last_hidden_state."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    embedding = rng.standard_normal((vocab_rows, dim)).astype(np.float32)
+    weight = (rng.standard_normal((dim, dim)) / np.sqrt(dim)).astype(np.float32)
+    initializers = [
+        numpy_helper.from_array(embedding, "embedding"),
+        numpy_helper.from_array(weight, "weight"),
+        numpy_helper.from_array(np.array([2], dtype=np.int64), "axis2"),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch", "seq"]),
+        helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["batch", "seq"]),
+    ]
+    nodes = [helper.make_node("Gather", ["embedding", "input_ids"], ["embedded"])]
+    hidden = "embedded"
+    if with_token_type_ids:  # like BERT exports: a type table row is added to every token
+        type_table = rng.standard_normal((2, dim)).astype(np.float32)
+        initializers.append(numpy_helper.from_array(type_table, "type_table"))
+        inputs.append(
+            helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["batch", "seq"])
+        )
+        nodes.append(helper.make_node("Gather", ["type_table", "token_type_ids"], ["typed"]))
+        nodes.append(helper.make_node("Add", ["embedded", "typed"], ["embedded_t"]))
+        hidden = "embedded_t"
+    nodes += [
+        helper.make_node("MatMul", [hidden, "weight"], ["projected"]),
+        helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
+        helper.make_node("Unsqueeze", ["mask_f", "axis2"], ["mask_3d"]),
+        helper.make_node("Mul", ["projected", "mask_3d"], ["last_hidden_state"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny_encoder",
+        inputs,
+        [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, None)],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def build_tiny_model(
+    folder: Path,
+    *,
+    seed: int = 0,
+    dim: int = 32,
+    prompts: dict[str, str] | None = None,
+    max_seq_length: int = 64,
+    onnx_name: str = "model_quantized.onnx",
+    with_token_type_ids: bool = True,
+) -> Path:
+    """Write a sentence-transformers folder (INT8 ONNX + SentencePiece + configs) into `folder`."""
+    import sentencepiece as spm
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    prompts = DEFAULT_PROMPTS if prompts is None else prompts
+    folder.mkdir(parents=True, exist_ok=True)
+    spm_bytes = train_sentencepiece()
+    (folder / "sentencepiece.bpe.model").write_bytes(spm_bytes)
+    pieces = spm.SentencePieceProcessor(model_proto=spm_bytes).get_piece_size()
+    vocab_rows = pieces + 2  # fairseq offset (+1) and <pad>
+    (folder / "onnx").mkdir(exist_ok=True)
+    fp32 = folder / "onnx" / "fp32.onnx"
+    fp32.write_bytes(
+        build_encoder_onnx(vocab_rows, dim, seed, with_token_type_ids=with_token_type_ids)
+    )
+    quantize_dynamic(fp32, folder / "onnx" / onnx_name, weight_type=QuantType.QInt8)
+    fp32.unlink()
+    _write_json(
+        folder / "config.json",
+        {
+            "model_type": "bert",
+            "hidden_size": dim,
+            "max_position_embeddings": 512,
+            "tokenizer_class": "XLMRobertaTokenizer",
+        },
+    )
+    _write_json(
+        folder / "modules.json",
+        [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {
+                "idx": 1,
+                "name": "1",
+                "path": "1_Pooling",
+                "type": "sentence_transformers.models.Pooling",
+            },
+        ],
+    )
+    (folder / "1_Pooling").mkdir(exist_ok=True)
+    _write_json(
+        folder / "1_Pooling" / "config.json",
+        {
+            "word_embedding_dimension": dim,
+            "pooling_mode_mean_tokens": True,
+            "pooling_mode_cls_token": False,
+            "pooling_mode_max_tokens": False,
+        },
+    )
+    _write_json(folder / "sentence_bert_config.json", {"max_seq_length": max_seq_length})
+    _write_json(
+        folder / "config_sentence_transformers.json",
+        {"prompts": prompts, "default_prompt_name": None, "similarity_fn_name": "cosine"},
+    )
+    return folder
+
+
+def _write_json(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def add_document(conn: sqlite3.Connection, path: str, texts: Sequence[str]) -> list[int]:
+    """Insert one document with one section and a chunk per text; returns the chunk ids."""
+    import hashlib
+
+    conn.execute("BEGIN IMMEDIATE")
+    doc = conn.execute(
+        "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
+        "chunk_scheme, indexed_at) VALUES (?, 1, 1, 'x', 'md', ?, 'indexed', 1, ?)",
+        (path, path, time.time()),
+    ).lastrowid
+    section = conn.execute(
+        "INSERT INTO sections(document_id, ordinal, text, location) VALUES (?, 0, ?, '{}')",
+        (doc, "\n".join(texts)),
+    ).lastrowid
+    ids = []
+    for ordinal, text in enumerate(texts):
+        ids.append(
+            conn.execute(
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
+                "location) VALUES (?, ?, ?, ?, ?, ?, '{}')",
+                (
+                    doc,
+                    section,
+                    ordinal,
+                    text,
+                    text.lower(),
+                    hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                ),
+            ).lastrowid
+        )
+    conn.execute("COMMIT")
+    return ids
+
+
+def set_chunk_text(conn: sqlite3.Connection, chunk_id: int, text: str) -> None:
+    import hashlib
+
+    conn.execute(
+        "UPDATE chunks SET text = ?, norm = ?, text_hash = ? WHERE id = ?",
+        (text, text.lower(), hashlib.sha256(text.encode("utf-8")).hexdigest(), chunk_id),
+    )
