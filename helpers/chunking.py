@@ -17,7 +17,7 @@ from helpers.blocks import BlockKind, Location, TextBlock
 
 # Bump when the output of this module changes: documents indexed with another scheme are stale
 # and the next sync re-extracts them.
-CHUNK_SCHEME = 1
+CHUNK_SCHEME = 2
 PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
 CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
 CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole in one child
@@ -27,6 +27,8 @@ CODE_BLOCK_MAX_CHARS = 2000  # fenced code up to this stays one piece; longer is
 _WORD = re.compile(r"\S+\s*|\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _THAI_CHAR = re.compile("[\u0e00-\u0e7f]")
+_PUNCT = re.compile(r"[^\w\s]|_")
+_DIGIT = re.compile(r"\d")
 _CJK_CHAR = re.compile("[\u3040-\u9fff\uac00-\ud7af]")
 
 
@@ -46,16 +48,25 @@ class Section:
 
 
 def estimate_tokens(text: str) -> int:
-    """Upper estimate of XLM-R SentencePiece tokens (never low, so children never overflow)."""
-    total = 0
-    for word in text.split():
+    """Upper estimate of XLM-R SentencePiece tokens (never low, so children never overflow).
+
+    Calibrated against the real tokenizer (bench/bench_chunks.py): one token per word, one per
+    punctuation mark, and one per four English / three other letters (two for words in
+    capitals) over-counts English, Russian and man-page text; a Thai token covers about two
+    characters, a CJK one a character.
+    """
+    words = text.split()
+    total = len(words) + len(_PUNCT.findall(text))
+    for word in words:
         if word.isascii():
-            total += 1 + len(word) // 4
+            # Numbers, hex and capitals split into short pieces; plain words into long ones.
+            total += len(word) // (2 if word.isupper() or _DIGIT.search(word) else 4)
             continue
         thai_chars = len(_THAI_CHAR.findall(word))
         cjk = len(_CJK_CHAR.findall(word))
         other = len(word) - thai_chars - cjk
-        total += math.ceil(thai_chars / 2) + cjk + (1 + other // 4 if other else 0)
+        # Cyrillic and other alphabets split finer than English; capitals much finer.
+        total += math.ceil(thai_chars / 2) + cjk + other // (2 if word.isupper() else 3)
     return total
 
 
