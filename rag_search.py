@@ -1,85 +1,99 @@
 """Retrieval: independent ranked channels over the index, fused by Reciprocal Rank Fusion.
 
-Each channel returns chunk ids in its own rank order; fusion is deterministic (fixed k, fixed
-weights, ties broken by path then position), and every hit says which channels found it.
+Channels (each can be switched off for ablation through SearchOptions.channels):
+  filename  the query names a file (helpers.lexical_filename)
+  words     word-level BM25 with Snowball prefix stems (helpers.lexical_channels)
+  sections  parent sections ranked by query-term density (summed chunk scores / chunks)
+  bm25      trigram BM25 over title/path/body for Thai words, symbols and substrings
+  exact     exact phrase, then all content terms
+  short     1-2 character terms (word index, bounded instr() scan, or re-ranking)
+  variants  split/joined words: data base <-> database (helpers.lexical_variants)
+  fuzzy     OCR misreadings, only inside OCR chunks (helpers.ocr_fuzzy)
+Fusion is deterministic: fixed RRF_K and weights, ties broken by path, then position in the file.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.blocks import Location
-from helpers.safety import scope_like_pattern
+from helpers.lexical_channels import (
+    BM25_COLUMN_WEIGHTS,
+    channel_bm25,
+    channel_exact,
+    channel_sections,
+    channel_short,
+    channel_words,
+)
+from helpers.lexical_common import CHANNEL_DEPTH, ChannelResult, Filters, SearchContext, fts_phrase
+from helpers.lexical_filename import channel_filename
+from helpers.lexical_variants import channel_variants
+from helpers.ocr_fuzzy import channel_fuzzy
+from helpers.query_terms import Query
 from helpers.snippet import make_snippet
-from helpers.text_normalize import fold
 from rag_results import ChannelRank, Hit, SearchResult
+
+__all__ = [
+    "BM25_COLUMN_WEIGHTS",
+    "CHANNEL_DEPTH",
+    "CHANNEL_WEIGHTS",
+    "LEXICAL_CHANNELS",
+    "RRF_K",
+    "ChannelResult",
+    "Filters",
+    "Query",
+    "SearchOptions",
+    "fts_phrase",
+    "rrf_fuse",
+    "search",
+]
 
 # RRF constant from Cormack et al. (2009); 60 keeps a rank-1 hit of one channel from
 # outweighing consistent mid-rank agreement of the others.
 RRF_K = 60
-# Per-channel weights in the fused score (w / (RRF_K + rank)). A file named in the query is the
-# strongest signal a user can give, so the filename channel counts double.
-CHANNEL_WEIGHTS: dict[str, float] = {"filename": 2.0, "bm25": 1.0, "short": 1.0}
-# bm25() column weights for (title, path, body): a term in the title or path says more about
-# the whole document than one occurrence in the body.
-BM25_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
-CHANNEL_DEPTH = 200  # candidates each channel contributes to fusion
-TRIGRAM_MIN_CHARS = 3  # FTS5 trigram cannot match shorter terms (they silently match nothing)
-SHORT_SCAN_LIMIT = 200
+# Per-channel weights in the fused score (w * coverage / (RRF_K + rank)). A file named in the
+# query is the strongest signal a user can give, so the filename channel counts double. words and
+# sections read the same word-level evidence (chunk view, section view); at 0.9 for words neither
+# costs any eval set more than 0.002 MRR (grid 0.75-1.0 on debfaq/pyfaq/manru).
+CHANNEL_WEIGHTS: dict[str, float] = {
+    "filename": 2.0,
+    "words": 0.9,
+    "sections": 1.0,
+    "bm25": 1.0,
+    "exact": 1.0,
+    "short": 1.0,
+    "variants": 1.0,
+    "fuzzy": 1.0,
+    "semantic": 1.0,  # SearchOptions.semantic, when rag_service supplies it
+}
 
-_TERM_SPLIT = re.compile(r"[\s,;:!?()\[\]{}<>\"'`«»“”„]+")
-_PATH_SEPARATORS = re.compile(r"[\s_\-./\\]+")
+# Hybrid: share of the fused lexical score (normalised to the best lexical hit) in the final
+# score; the rest is the min-max normalised cosine. 0.3 was the best setting of 0.2-0.5 over
+# debfaq-en, pyfaq-en, manru, udhr-th2th and udhr-en2th (ablation in bench/RESULTS.md); flat RRF
+# with the lexical channels let their correlated votes drown the semantic channel.
+HYBRID_LEXICAL_SHARE = 0.3
 
+LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
+    "filename": channel_filename,
+    "words": channel_words,
+    "sections": channel_sections,
+    "bm25": channel_bm25,
+    "exact": channel_exact,
+    "short": channel_short,
+    "variants": channel_variants,
+    "fuzzy": channel_fuzzy,
+}
 
-@dataclass(frozen=True)
-class Filters:
-    path_prefix: str = ""
-    file_types: tuple[str, ...] = ()  # suffixes without dot, lower-case
-    modified_after_ns: int | None = None
-
-    def sql(self, doc_alias: str = "d") -> tuple[str, list[object]]:
-        """WHERE fragment on the documents table (parameterised) and its parameters."""
-        clauses: list[str] = []
-        params: list[object] = []
-        if self.path_prefix:
-            clauses.append(f"({doc_alias}.path = ? OR {doc_alias}.path LIKE ? ESCAPE '\\')")
-            params += [self.path_prefix.strip("/"), scope_like_pattern(self.path_prefix)]
-        if self.file_types:
-            clauses.append(f"{doc_alias}.format IN ({','.join('?' * len(self.file_types))})")
-            params += list(self.file_types)
-        if self.modified_after_ns is not None:
-            clauses.append(f"{doc_alias}.mtime_ns > ?")
-            params.append(self.modified_after_ns)
-        return (" AND ".join(clauses) or "1"), params
-
-
-@dataclass(frozen=True)
-class Query:
-    raw: str
-    folded: str
-    terms: tuple[str, ...]  # folded, deduplicated, in query order
-
-    @classmethod
-    def parse(cls, raw: str) -> Query:
-        folded = fold(raw).strip()
-        seen: dict[str, None] = {}
-        for term in _TERM_SPLIT.split(folded):
-            term = term.strip(".-_")
-            if term:
-                seen.setdefault(term, None)
-        return cls(raw, folded, tuple(seen))
-
-
-@dataclass(frozen=True)
-class ChannelResult:
-    name: str
-    ranked: list[tuple[int, float]]  # (chunk id, channel score; higher = better)
+TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
+# Candidates per requested hit whose ties are broken by path (several chunks of one section
+# collapse into one hit, so the head must be longer than top_k).
+TIE_WINDOW_PER_HIT = 8
 
 
 @dataclass
@@ -89,112 +103,119 @@ class SearchOptions:
     mode: str = "lexical"
     channels: tuple[str, ...] | None = None  # None = all lexical channels (ablation switch)
     knowledge_dir: Path | None = None  # for the file-system truth check
-
-
-def fts_phrase(term: str) -> str:
-    """A user term as an FTS5 string literal: no operator or syntax of it survives."""
-    return '"' + term.replace('"', '""') + '"'
-
-
-def channel_bm25(conn: sqlite3.Connection, query: Query, filters: Filters) -> ChannelResult:
-    terms = [t for t in query.terms if len(t) >= TRIGRAM_MIN_CHARS]
-    if not terms:
-        return ChannelResult("bm25", [])
-    match = " OR ".join(fts_phrase(t) for t in terms)
-    where, params = filters.sql()
-    w_title, w_path, w_body = BM25_COLUMN_WEIGHTS
-    rows = conn.execute(
-        "SELECT f.rowid AS id, bm25(chunks_fts, ?, ?, ?) AS score FROM chunks_fts f "
-        "JOIN chunks c ON c.id = f.rowid JOIN documents d ON d.id = c.document_id "
-        f"WHERE chunks_fts MATCH ? AND {where} ORDER BY score, f.rowid LIMIT ?",
-        (w_title, w_path, w_body, match, *params, CHANNEL_DEPTH),
-    ).fetchall()
-    return ChannelResult("bm25", [(r["id"], -r["score"]) for r in rows])
-
-
-def channel_short(conn: sqlite3.Connection, query: Query, filters: Filters) -> ChannelResult:
-    """Terms under 3 characters, which trigram MATCH and LIKE cannot find (SQLite 3.40)."""
-    terms = [t for t in query.terms if len(t) < TRIGRAM_MIN_CHARS]
-    if not terms or any(len(t) >= TRIGRAM_MIN_CHARS for t in query.terms):
-        return ChannelResult("short", [])
-    where, params = filters.sql()
-    hit_count = " + ".join("(instr(c.norm, ?) > 0)" for _ in terms)
-    rows = conn.execute(
-        f"SELECT c.id AS id, ({hit_count}) AS n FROM chunks c "
-        f"JOIN documents d ON d.id = c.document_id WHERE ({hit_count}) > 0 AND {where} "
-        "ORDER BY n DESC, d.path, c.id LIMIT ?",
-        (*terms, *terms, *params, SHORT_SCAN_LIMIT),
-    ).fetchall()
-    return ChannelResult("short", [(r["id"], float(r["n"])) for r in rows])
-
-
-def _path_key(text: str) -> str:
-    return " ".join(_PATH_SEPARATORS.split(fold(text))).strip()
-
-
-def channel_filename(conn: sqlite3.Connection, query: Query, filters: Filters) -> ChannelResult:
-    """A query that names a file (name, stem or distinctive path part) puts that file first."""
-    key = _path_key(query.raw)
-    if len(key) < 2:
-        return ChannelResult("filename", [])
-    where, params = filters.sql()
-    scored: list[tuple[float, str, int]] = []
-    for row in conn.execute(
-        "SELECT d.id, d.path FROM documents d WHERE d.chunk_count > 0 AND " + where, params
-    ):
-        path_key = _path_key(row["path"])
-        name_key = _path_key(row["path"].rsplit("/", 1)[-1])
-        stem_key = _path_key(row["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0])
-        if key in (name_key, stem_key):
-            score = 3.0
-        elif len(key) >= 4 and key in name_key:
-            score = 2.0
-        elif len(key) >= 4 and key in path_key:
-            score = 1.0
-        else:
-            continue
-        scored.append((score, row["path"], row["id"]))
-    scored.sort(key=lambda s: (-s[0], s[1]))
-    ranked: list[tuple[int, float]] = []
-    for score, _path, doc_id in scored[:CHANNEL_DEPTH]:
-        first = conn.execute(
-            "SELECT id FROM chunks WHERE document_id = ? ORDER BY section_id, ordinal LIMIT 1",
-            (doc_id,),
-        ).fetchone()
-        if first:
-            ranked.append((first["id"], score))
-    return ChannelResult("filename", ranked)
-
-
-LEXICAL_CHANNELS: dict[str, Callable[[sqlite3.Connection, Query, Filters], ChannelResult]] = {
-    "filename": channel_filename,
-    "bm25": channel_bm25,
-    "short": channel_short,
-}
+    # (chunk id, cosine) from the semantic worker (rag_service), best first; fused as the
+    # "semantic" channel. mode "semantic" uses it alone, "hybrid" with the lexical channels.
+    semantic: list[tuple[int, float]] | None = None
 
 
 def rrf_fuse(
-    results: list[ChannelResult], weights: dict[str, float]
+    results: list[ChannelResult],
+    weights: dict[str, float],
+    tie_key: Callable[[int], tuple[object, ...]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """(chunk id, fused score, per-channel rank) sorted by score, ties by chunk id."""
+    """(chunk id, fused score, per-channel rank) sorted by score; ties by `tie_key` (path, then
+    position in the file, when search() supplies it), else by chunk id."""
     fused: dict[int, float] = {}
     ranks: dict[int, dict[str, ChannelRank]] = {}
     for result in results:
-        weight = weights.get(result.name, 1.0)
+        weight = weights.get(result.name, 1.0) * result.coverage
         for rank, (chunk_id, score) in enumerate(result.ranked, start=1):
             fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (RRF_K + rank)
             ranks.setdefault(chunk_id, {})[result.name] = ChannelRank(rank, score)
+    order = tie_key or (lambda cid: (cid,))
     return sorted(
-        ((cid, score, ranks[cid]) for cid, score in fused.items()), key=lambda x: (-x[1], x[0])
+        ((cid, score, ranks[cid]) for cid, score in fused.items()),
+        key=lambda x: (-round(x[1], 12), order(x[0])),
     )
+
+
+def fuse_channels(
+    results: list[ChannelResult],
+) -> list[tuple[int, float, dict[str, ChannelRank]]]:
+    """Lexical channels fused by RRF; with semantic candidates, a convex combination of the
+    normalised lexical score and the normalised cosine (HYBRID_LEXICAL_SHARE).
+
+    The lexical channels are correlated views of the same words: fused flat with the semantic
+    channel by RRF they outvote it several times over; scores also keep how confident each side
+    is, which ranks alone throw away.
+    """
+    semantic = [r for r in results if r.name == "semantic"]
+    lexical = [r for r in results if r.name != "semantic"]
+    if not (semantic and lexical):
+        return rrf_fuse(results, CHANNEL_WEIGHTS)
+    inner = rrf_fuse(lexical, CHANNEL_WEIGHTS)
+    sem = semantic[0]
+    ranks = {cid: dict(channel_ranks) for cid, _score, channel_ranks in inner}
+    combined: dict[int, float] = {}
+    if inner:
+        top = inner[0][1]
+        for cid, score, _ in inner:
+            combined[cid] = HYBRID_LEXICAL_SHARE * score / top
+    if sem.ranked:
+        cosines = [c for _, c in sem.ranked]
+        high, low = max(cosines), min(cosines)
+        spread = (high - low) or 1.0
+        for rank, (cid, cosine) in enumerate(sem.ranked, start=1):
+            combined[cid] = combined.get(cid, 0.0) + (1 - HYBRID_LEXICAL_SHARE) * (
+                (cosine - low) / spread
+            )
+            ranks.setdefault(cid, {})["semantic"] = ChannelRank(rank, cosine)
+    return sorted(
+        ((cid, score, ranks.get(cid, {})) for cid, score in combined.items()),
+        key=lambda x: (-round(x[1], 12), x[0]),
+    )
+
+
+def _tie_keys(conn: sqlite3.Connection, ids: list[int]) -> dict[int, TieKey]:
+    keys: dict[int, TieKey] = {}
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        for row in conn.execute(
+            "SELECT c.id, d.path, s.ordinal, c.ordinal FROM chunks c "
+            "JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
+            f"WHERE c.id IN ({marks})",
+            batch,
+        ):
+            keys[row[0]] = (row[1], row[2], row[3], row[0])
+    return keys
+
+
+def _break_ties(
+    conn: sqlite3.Connection,
+    fused: list[tuple[int, float, dict[str, ChannelRank]]],
+    top_k: int,
+) -> list[tuple[int, float, dict[str, ChannelRank]]]:
+    """Re-order equal fused scores by path, then position in the file. Only the head of the
+    list that can become hits is looked at (its tied groups in full), to keep it cheap."""
+    window = top_k * TIE_WINDOW_PER_HIT
+    if len(fused) <= 1:
+        return fused
+    end = min(window, len(fused))
+    last = round(fused[end - 1][1], 12)
+    while end < len(fused) and round(fused[end][1], 12) == last:
+        end += 1
+    head = fused[:end]
+    counts = Counter(round(score, 12) for _, score, _ in head)
+    tied = [cid for cid, score, _ in head if counts[round(score, 12)] > 1]
+    if not tied:
+        return fused
+    keys = _tie_keys(conn, tied)
+    head.sort(key=lambda x: (-round(x[1], 12), keys.get(x[0], ("", 0, 0, x[0]))))
+    return head + fused[end:]
 
 
 def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> SearchResult:
     started = time.perf_counter()
     query = Query.parse(raw_query)
+    ctx = SearchContext(conn, query, options.filters)
     names = options.channels or tuple(LEXICAL_CHANNELS)
-    results = [LEXICAL_CHANNELS[name](conn, query, options.filters) for name in names]
-    fused = rrf_fuse(results, CHANNEL_WEIGHTS)
+    if options.mode == "semantic" and options.semantic is not None:
+        names = ()
+    results = [LEXICAL_CHANNELS[name](ctx) for name in names]
+    if options.semantic is not None and options.mode in ("hybrid", "semantic"):
+        results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
+    fused = _break_ties(conn, fuse_channels(results), options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     return SearchResult(
         query=raw_query,

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import rag_documents
@@ -204,14 +205,6 @@ def search(
         modified_after_ns=_parse_modified_after(modified_after),
     )
     warnings: list[str] = []
-    if mode in ("hybrid", "semantic"):
-        semantic = semantic_state(config)
-        if semantic["state"] != "ready":
-            if mode == "semantic":
-                raise InvalidArgument(
-                    f"semantic search is {semantic['state']}", semantic.get("hint", "")
-                )
-            warnings.append(f"semantic search {semantic['state']}: lexical results only")
     if channels is not None:
         unknown = [c for c in channels if c not in rag_search.LEXICAL_CHANNELS]
         if unknown:
@@ -220,12 +213,22 @@ def search(
             )
     conn = _read_conn(config)
     try:
+        semantic_hits = None
+        if mode in ("hybrid", "semantic"):
+            semantic_hits, why_not = _semantic_candidates(config, conn, query)
+            if why_not and mode == "semantic":
+                raise InvalidArgument(why_not, "use mode='lexical', or enable semantic search")
+            if why_not:
+                warnings.append(f"{why_not} — lexical results only")
+            elif semantic_hits is not None:
+                semantic_hits = _apply_filters(conn, semantic_hits, filters)
         options = rag_search.SearchOptions(
             top_k=top_k,
             filters=filters,
             mode=mode,
             channels=tuple(channels) if channels is not None else None,
             knowledge_dir=config.knowledge_dir,
+            semantic=semantic_hits,
         )
         result = rag_search.search(conn, query, options)
     finally:
@@ -241,6 +244,75 @@ def search(
             channels_used=result.channels_used,
         )
     return result
+
+
+# -- semantic channel -------------------------------------------------------------------------
+# A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
+# and exits by itself after this many idle seconds; the ML runtime never enters this process.
+WARM_IDLE_S = 300.0
+SEMANTIC_DEPTH = 100  # candidates the semantic channel contributes to fusion
+_warm_lock = threading.Lock()
+_warm_workers: dict[Path, Any] = {}
+
+
+def _semantic_candidates(
+    config: Config, conn: sqlite3.Connection, query: str
+) -> tuple[list[tuple[int, float]] | None, str | None]:
+    """(chunk id, cosine) candidates, or (None, why not) when semantic search cannot answer."""
+    import rag_semantic
+    from helpers.semantic_model import ModelError
+
+    cache_dir = config.data_dir / SEMANTIC_CACHE
+    state = rag_semantic.semantic_state(
+        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
+    )
+    if state.state not in ("ready", "stale"):
+        return None, f"semantic search {state.state}: {state.hint}"
+    from helpers import semantic_model
+
+    model_dir = semantic_model.discover_model_dir(config.semantic_model_dir)
+    if model_dir is None:
+        return None, "semantic model not found"
+    log_path = config.logs_dir / "semantic-query.log"
+    try:
+        with _warm_lock:
+            worker = _warm_workers.get(model_dir)
+            if worker is None or not worker.is_running:
+                worker = rag_semantic.SemanticWorker(
+                    model_dir, log_path=log_path, cache_dir=cache_dir, idle_seconds=WARM_IDLE_S
+                )
+                _warm_workers[model_dir] = worker
+            hits = rag_semantic.query(
+                config.db_path,
+                model_dir,
+                query,
+                SEMANTIC_DEPTH,
+                cache_dir=cache_dir,
+                log_path=log_path,
+                worker=worker,
+            )
+    except (rag_semantic.SemanticError, ModelError) as exc:
+        return None, f"semantic search failed: {exc} (hint: {exc.hint})"
+    return hits, None
+
+
+def _apply_filters(
+    conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: rag_search.Filters
+) -> list[tuple[int, float]]:
+    """The vector scan sees the whole index: keep the candidates the filters allow."""
+    if not hits:
+        return hits
+    where, params = filters.sql()
+    ids = [cid for cid, _ in hits]
+    allowed = {
+        row[0]
+        for row in conn.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where}",
+            (*ids, *params),
+        )
+    }
+    return [(cid, score) for cid, score in hits if cid in allowed]
 
 
 # -- sync jobs ---------------------------------------------------------------------------------
