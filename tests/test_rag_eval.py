@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -260,7 +261,7 @@ def test_details_give_top_documents_and_explain_gives_channel_ranks_of_the_relev
     details = {d["id"]: d for d in json.loads(synced["proc"].stdout)["details"]}
     assert details["kiwi"]["top"][0] == "kiwi.md"
     assert len(details["kiwi"]["top"]) == len(set(details["kiwi"]["top"]))
-    assert details["boiler"]["channels"]["bm25"]["rank"] == 1
+    assert min(c["rank"] for c in details["boiler"]["channels"].values()) == 1
     assert details["nowhere"]["top"] == [] and details["nowhere"]["channels"] is None
 
 
@@ -272,7 +273,7 @@ def test_text_details_show_each_query_rank_and_top_documents(
     assert "#1  kiwi: pruning kiwi vines" in out
     assert "miss  nowhere: zebra quasar" in out
     assert "top: (no results)" in out
-    assert "channels of guides/boiler.md: bm25 #1" in out
+    assert re.search(r"channels of guides/boiler.md: .*#1", out)
     assert out.splitlines()[-2].startswith("en ")  # per-language rows close the table
 
 
