@@ -1,0 +1,1 @@
+"""Shared machinery for the fault, load and hostile-input tests and the bench/faults scripts."""
