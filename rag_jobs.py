@@ -151,8 +151,12 @@ def reconcile_dead_jobs(conn: sqlite3.Connection, lock_path: Path) -> int:
     now = time.time()
     dead = 0
     for row in rows:
-        if row["state"] == "queued" and now - row["created_at"] < QUEUED_GRACE_S:
-            continue
+        if (
+            row["state"] == "queued"
+            and now - row["created_at"] < QUEUED_GRACE_S
+            and (row["pid"] is None or _pid_alive(row["pid"]))
+        ):
+            continue  # still starting (or its pid is not known yet)
         stale = row["heartbeat"] is None or now - row["heartbeat"] > HEARTBEAT_STALE_S
         # The flock is authoritative (the worker holds it from claim to exit); the pid and
         # heartbeat only matter where flock is not honoured (some network file systems).
@@ -192,6 +196,31 @@ def create_or_get_active(conn: sqlite3.Connection, lock_path: Path, scope: str) 
             (job_id, scope, now, now),
         )
         return job_id, False
+
+
+def record_spawned_pid(conn: sqlite3.Connection, job_id: str, pid: int) -> None:
+    """Remember the worker's pid at once, so a worker that dies before claiming is seen."""
+    with write_transaction(conn):
+        conn.execute(
+            "UPDATE jobs SET pid = ? WHERE id = ? AND state = 'queued' AND pid IS NULL",
+            (pid, job_id),
+        )
+
+
+def reconcile_needed(conn: sqlite3.Connection, lock_path: Path) -> bool:
+    """Whether an active job may be dead: only then is a write transaction worth taking (a
+    live worker may be holding the write lock for a large document)."""
+    if not lock_is_held(lock_path):
+        return True
+    rows = conn.execute(
+        "SELECT pid, heartbeat FROM jobs WHERE state IN ('running', 'cancelling')"
+    ).fetchall()
+    now = time.time()
+    return any(
+        (r["heartbeat"] is None or now - r["heartbeat"] > HEARTBEAT_STALE_S)
+        and not _pid_alive(r["pid"])
+        for r in rows
+    )
 
 
 def mark_spawn_failed(conn: sqlite3.Connection, job_id: str, message: str) -> None:

@@ -118,7 +118,9 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         ] = None,
         before: Annotated[int, Field(ge=0, le=20, description="sections before")] = 1,
         after: Annotated[int, Field(ge=0, le=20, description="sections after")] = 1,
-        offset: Annotated[int, Field(ge=0, description="continue a whole-document read")] = 0,
+        offset: Annotated[
+            int, Field(ge=0, le=10**9, description="continue a whole-document read")
+        ] = 0,
     ) -> out.ReadOut:
         """Read a document: the section at a hit with its neighbours, or (path alone) the whole
         document in order, capped, with next_offset to continue."""
@@ -145,7 +147,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             Field(description="only files with this status"),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Field(ge=0)] = 0,
+        offset: Annotated[int, Field(ge=0, le=10**9)] = 0,
     ) -> out.ListOut:
         """List indexed files with type, size, chunk count and status (failed ones say why)."""
         return out.ListOut.model_validate(

@@ -157,7 +157,23 @@ def _parse_modified_after(value: str | None) -> int | None:
         ) from exc
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
-    return min(int(moment.timestamp() * 1_000_000_000), SQLITE_MAX_INT)
+    try:
+        nanoseconds = int(moment.timestamp() * 1_000_000_000)
+    except (OverflowError, OSError, ValueError):
+        nanoseconds = 0 if moment.year < 1970 else SQLITE_MAX_INT
+    return max(-SQLITE_MAX_INT, min(nanoseconds, SQLITE_MAX_INT))
+
+
+def _require_unicode(value: str, name: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(
+            f"{name} is not valid Unicode (lone surrogate)", "send UTF-8 text"
+        ) from exc
+
+
+LIST_OFFSET_MAX = 10**9  # far past any real folder; keeps SQLite's INTEGER from overflowing
 
 
 def validate_search_args(
@@ -166,6 +182,7 @@ def validate_search_args(
     """(stripped query, normalised prefix) or InvalidArgument."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidArgument("query is empty", "pass the words to look for")
+    _require_unicode(query, "query")
     if len(query) > QUERY_MAX_CHARS:
         raise InvalidArgument(
             f"query is {len(query)} characters (max {QUERY_MAX_CHARS})", "shorten the query"
@@ -356,9 +373,11 @@ def start_sync(config: Config, path: str | None = None) -> JobView:
         job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
         if not already:
             try:
-                _spawn_worker(config, job_id)
+                proc = _spawn_worker(config, job_id)
             except OSError as exc:
                 rag_jobs.mark_spawn_failed(conn, job_id, f"cannot start worker: {exc}")
+            else:
+                rag_jobs.record_spawned_pid(conn, job_id, proc.pid)
         row = rag_jobs.load_job(conn, job_id)
         assert row is not None
         return rag_jobs.job_view(conn, row, already_running=already)
@@ -371,18 +390,23 @@ def _job_or_latest(conn: sqlite3.Connection, config: Config, job_id: str | None)
     active = conn.execute(
         "SELECT 1 FROM jobs WHERE state IN ('queued','running','cancelling') LIMIT 1"
     ).fetchone()
-    if active:
+    if active and rag_jobs.reconcile_needed(conn, config.lock_path):
         conn.execute("BEGIN IMMEDIATE")
         try:
             rag_jobs.reconcile_dead_jobs(conn, config.lock_path)
         finally:
             conn.execute("COMMIT")
+    if job_id is not None:
+        _require_unicode(job_id, "job_id")
     jid = job_id or rag_jobs.latest_job_id(conn)
     if jid is None:
         raise NotFound("no sync job has run yet", "call sync_kb to start one")
     row = rag_jobs.load_job(conn, jid)
     if row is None:
-        raise NotFound(f"unknown job id {jid!r}", "call sync_status without job_id for the latest")
+        shown = jid if len(jid) <= 64 else jid[:64] + "…"
+        raise NotFound(
+            f"unknown job id {shown!r}", "call sync_status without job_id for the latest"
+        )
     return rag_jobs.job_view(conn, row)
 
 
@@ -599,8 +623,8 @@ def list_documents(
     """Indexed files (paged server-side) with status, size, chunk count and failure reason."""
     if not 1 <= limit <= 1000:
         raise InvalidArgument(f"limit must be between 1 and 1000, got {limit}")
-    if offset < 0:
-        raise InvalidArgument("offset must be >= 0")
+    if not 0 <= offset <= LIST_OFFSET_MAX:
+        raise InvalidArgument(f"offset must be between 0 and {LIST_OFFSET_MAX}")
     if status is not None and status not in rag_documents.STATUSES:
         raise InvalidArgument(
             f"unknown status {status!r}", f"use one of {', '.join(rag_documents.STATUSES)}"
@@ -648,14 +672,22 @@ def read_document(
         raise InvalidArgument(str(exc), exc.hint) from exc
     if not 0 <= before <= 20 or not 0 <= after <= 20:
         raise InvalidArgument("before and after must be between 0 and 20")
-    if offset < 0:
-        raise InvalidArgument("offset must be >= 0")
+    if not 0 <= offset <= LIST_OFFSET_MAX:
+        raise InvalidArgument(f"offset must be between 0 and {LIST_OFFSET_MAX}")
     allowed = {"page", "sheet", "cell_range", "slide", "heading", "line"}
     if location and set(location) - allowed:
         raise InvalidArgument(
             f"unknown location keys {sorted(set(location) - allowed)}",
             f"use {sorted(allowed)}",
         )
+    for key, value in (location or {}).items():
+        numeric = key in ("page", "slide", "line")
+        if numeric and (isinstance(value, bool) or not isinstance(value, int)):
+            raise InvalidArgument(f"location {key!r} must be a whole number, got {value!r}")
+        if not numeric and not isinstance(value, str):
+            raise InvalidArgument(f"location {key!r} must be text, got {value!r}")
+        if isinstance(value, str):
+            _require_unicode(value, f"location {key!r}")
     conn = _read_conn(config)
     try:
         doc = rag_documents.find_document(conn, rel)

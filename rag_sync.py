@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -20,7 +21,15 @@ from helpers import extractors
 from helpers.blocks import BlockKind, ExtractContext, ExtractionError, ExtractLimits, TextBlock
 from helpers.chunking import CHUNK_SCHEME, Section, build_sections
 from helpers.extract_sandbox import SandboxedExtractor
-from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_files
+from helpers.safety import (
+    FileEntry,
+    FileReplaced,
+    SkippedEntry,
+    in_scope,
+    open_verified,
+    still_same_file,
+    walk_files,
+)
 from helpers.text_normalize import clean_text, fold
 from rag_db import write_transaction
 
@@ -44,6 +53,7 @@ IN_PROCESS_SUFFIXES = frozenset(
         ".htm",
     }
 )
+_UNREADABLE_REASONS = ("folder not readable", "cannot stat", "folder is (or passes through)")
 COUNT_KEYS = (
     "added",
     "updated",
@@ -137,13 +147,24 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
             plan.unchanged += 1
         else:
             plan.candidates.append(entry)
-    plan.removed = [(doc.id, path) for path, doc in plan.existing.items() if path not in seen]
+    # A folder or file that could not be read is not gone: keep what was indexed from it.
+    unreadable = [
+        "" if s.rel_path == "." else s.rel_path
+        for s in plan.skipped
+        if s.reason.startswith(_UNREADABLE_REASONS)
+    ]
+    plan.removed = [
+        (doc.id, path)
+        for path, doc in plan.existing.items()
+        if path not in seen and not any(in_scope(path, u) for u in unreadable)
+    ]
     return plan
 
 
-def file_sha256(path: Path, observer: SyncObserver | None = None) -> str:
+def file_sha256(entry: FileEntry, observer: SyncObserver | None = None) -> str:
+    """Hash the planned file through a descriptor opened without following links."""
     digest = hashlib.sha256()
-    with path.open("rb") as f:
+    with os.fdopen(open_verified(entry), "rb") as f:
         while chunk := f.read(HASH_BLOCK_BYTES):
             digest.update(chunk)
             if observer is not None:
@@ -281,6 +302,7 @@ def write_document(
                 "section_count=?, chunk_count=?, indexed_at=? WHERE id=?",
                 (*values, doc_id),
             )
+        _write_doc_name(conn, doc_id, entry.rel_path)
         for ordinal, section in enumerate(content.sections):
             section_id = conn.execute(
                 "INSERT INTO sections(document_id, ordinal, text, location) VALUES (?,?,?,?)",
@@ -306,6 +328,20 @@ def write_document(
                     "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?,?,?,?)",
                     (chunk_id, folded_title, folded_path, norm),
                 )
+    # chunks_words and chunks_ocr_fts follow the chunks rows through triggers (migration 2).
+
+
+def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> None:
+    """The file-name keys the filename channel looks up (migration 2's doc_names)."""
+    from helpers.lexical_filename import name_keys
+
+    keys = name_keys(rel_path)
+    conn.execute(
+        "INSERT INTO doc_names(doc_id, name_key, stem_key, path_key) VALUES (?,?,?,?) "
+        "ON CONFLICT(doc_id) DO UPDATE SET name_key = excluded.name_key, "
+        "stem_key = excluded.stem_key, path_key = excluded.path_key",
+        (doc_id, keys.name_key, keys.stem_key, keys.path_key),
+    )
 
 
 def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reason: str) -> None:
@@ -429,7 +465,9 @@ def _sync_one(
         write_failure(conn, entry, "", reason)
         return "failed", reason
     try:
-        sha = file_sha256(entry.abs_path, observer)
+        sha = file_sha256(entry, observer)
+    except FileReplaced as exc:
+        return "failed", f"{exc}: not read (it is checked again on the next sync)"
     except OSError as exc:
         reason = f"cannot read file: {exc.strerror or exc}"
         write_failure(conn, entry, "", reason)
@@ -462,6 +500,11 @@ def _sync_one(
 
 
 def _check_unchanged_while_read(entry: FileEntry) -> None:
+    if entry.abs_path.is_symlink() or not still_same_file(entry):
+        raise ExtractionError(
+            "file was replaced during the sync (link or another file)",
+            "it is checked again on the next sync_kb",
+        )
     try:
         st = entry.abs_path.stat()
     except FileNotFoundError as exc:

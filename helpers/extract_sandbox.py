@@ -9,10 +9,12 @@ child when it stalls, runs out of memory or dies; that file is reported and the 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
 import selectors
+import signal
 import subprocess
 import sys
 import time
@@ -35,6 +37,19 @@ STALL_TIMEOUT_S = 180.0
 # Address-space cap of the child: a bomb hits MemoryError here instead of eating the machine.
 CHILD_MEMORY_BYTES = 3 * 1024**3
 POLL_S = 0.2  # how often a waiting parent checks for cancel
+
+
+PR_SET_PDEATHSIG = 1  # prctl option: signal this process when its parent dies
+
+
+def _die_with_parent() -> None:
+    """A child stuck in a hostile file must not outlive a killed worker (Linux prctl)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux: the stall timeout still bounds a live worker's child
+    os.setpgid(0, 0)  # own process group: LibreOffice helpers are killed with it
 
 
 def _encode(block: TextBlock) -> str:
@@ -79,6 +94,7 @@ class SandboxedExtractor:
 
         def limit_memory() -> None:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            _die_with_parent()
 
         stderr = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         try:
@@ -107,7 +123,10 @@ class SandboxedExtractor:
 
     def _kill(self) -> None:
         if self._proc is not None:
-            self._proc.kill()
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)  # the child and its converters
+            except OSError:
+                self._proc.kill()
             self._proc.wait()
             self._proc = None
 

@@ -64,6 +64,8 @@ class FileEntry:
     abs_path: Path
     size: int
     mtime_ns: int
+    dev: int = 0  # device and inode identify the file: a swap for another file is detected
+    ino: int = 0
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,8 @@ def normalize_user_path(raw: str) -> str:
     """A tool argument as a clean relative path, or PathRejected (absolute, '..', hidden, NUL)."""
     if "\x00" in raw:
         raise PathRejected("path contains a NUL byte")
+    if not _utf8_ok(raw):
+        raise PathRejected("path is not valid Unicode (lone surrogate)")
     text = raw.replace("\\", "/").strip()
     if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
         raise PathRejected(f"absolute paths are not accepted: {raw!r}")
@@ -141,6 +145,11 @@ def walk_files(
     """
     root = knowledge_dir.resolve()
     start = root / scope if scope else root
+    if scope and _has_link_component(root, scope):
+        # Checked again here, in the worker: the folder may have been swapped for a link since
+        # the service validated the argument.
+        yield SkippedEntry(scope, "folder is (or passes through) a symbolic link: not followed")
+        return
     stack: list[Path] = [start]
     while stack:
         folder = stack.pop()
@@ -165,20 +174,68 @@ def walk_files(
             except OSError as exc:
                 yield SkippedEntry(rel, f"cannot stat: {exc.strerror or exc}")
                 continue
-            if stat.S_ISLNK(st.st_mode):
-                continue  # links are never followed: they could point anywhere
             if stat.S_ISDIR(st.st_mode):
                 subdirs.append(Path(entry.path))
                 continue
-            if not stat.S_ISREG(st.st_mode):
-                continue  # FIFOs, sockets, devices: reading could block forever
-            if Path(name).suffix.lower() not in suffixes:
+            supported = Path(name).suffix.lower() in suffixes
+            if stat.S_ISLNK(st.st_mode):  # never followed: it could point anywhere
+                yield SkippedEntry(rel, "symbolic link: never followed")
+                continue
+            if not stat.S_ISREG(st.st_mode):  # reading a FIFO or device could block forever
+                yield SkippedEntry(rel, "not a regular file (FIFO, socket or device)")
+                continue
+            if not supported:
                 continue
             if is_sensitive_name(name):
                 yield SkippedEntry(rel, "sensitive-looking name (keys, credentials, .env)")
                 continue
-            yield FileEntry(rel, Path(entry.path), st.st_size, st.st_mtime_ns)
+            yield FileEntry(rel, Path(entry.path), st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
         stack.extend(reversed(subdirs))
+
+
+def _has_link_component(root: Path, scope: str) -> bool:
+    current = root
+    for part in PurePosixPath(scope).parts:
+        current = current / part
+        try:
+            if stat.S_ISLNK(os.lstat(current).st_mode):
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def open_verified(entry: FileEntry) -> int:
+    """Open the planned file without following links and check it is still that file.
+
+    Returns a file descriptor; raises OSError when the path is now a link, another file (a
+    parent folder swapped for a link lands on another inode), or not a regular file.
+    """
+    fd = os.open(entry.abs_path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or (
+        entry.ino and (st.st_dev, st.st_ino) != (entry.dev, entry.ino)
+    ):
+        os.close(fd)
+        raise FileReplaced(
+            f"{entry.rel_path} changed while being read (replaced by another file or a link)"
+        )
+    return fd
+
+
+def still_same_file(entry: FileEntry) -> bool:
+    """After reading: the path is still the planned regular file (not swapped for a link)."""
+    try:
+        st = os.lstat(entry.abs_path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and (
+        not entry.ino or (st.st_dev, st.st_ino) == (entry.dev, entry.ino)
+    )
+
+
+class FileReplaced(OSError):
+    """The file at a planned path is no longer the file the plan saw (swap, link, rename)."""
 
 
 def _rel(root: Path, path: Path) -> str:

@@ -316,11 +316,6 @@ def test_saved_hostile_arguments_give_a_result_or_a_typed_error(
         assert exc.message
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: rag_service._job_or_latest puts the whole job id in the NotFound message, so "
-    "a 100 KB argument comes back as a 100 KB error in the agent's context",
-)
 def test_an_unknown_huge_job_id_gives_a_short_error(indexed: Config):
     with pytest.raises(rag_service.RagError) as err:
         rag_service.sync_status(indexed, "x" * 100_000)

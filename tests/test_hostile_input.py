@@ -176,12 +176,6 @@ def test_a_second_sync_of_the_hostile_folder_retries_the_failures_and_converges(
     assert canonical_dump(hostile.config.db_path) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: symlinks, FIFOs and sockets are skipped silently "
-    "(helpers/safety.walk_files yields no SkippedEntry), so the user never learns why a file "
-    "in the folder is not searchable",
-)
 def test_links_fifos_and_sockets_are_reported_as_skipped_with_a_reason(hostile: HostileSync):
     silent = [
         c.rel_path

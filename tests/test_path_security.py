@@ -253,12 +253,6 @@ def race_setup(tmp_path: Path) -> Iterator[Setup]:
     yield setup
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the sync scope is checked once in rag_service.start_sync; the worker "
-    "(helpers/safety.walk_files) then walks root/scope following a symlink swapped in "
-    "since, and indexes files outside the knowledge dir",
-)
 def test_a_scope_folder_swapped_for_a_link_after_validation_is_not_followed(race_setup: Setup):
     config = race_setup.config
     knowledge = config.knowledge_dir
@@ -307,12 +301,6 @@ class _SwapOnStart:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: rag_sync._sync_one opens entry.abs_path following links and "
-    "_check_unchanged_while_read compares only size+mtime (following the link), so a file "
-    "swapped for a link to an outside file of the same size and mtime is indexed",
-)
 def test_a_file_swapped_for_an_outside_link_during_the_sync_is_not_indexed(tmp_path: Path):
     knowledge = tmp_path / "docs"
     knowledge.mkdir()

@@ -10,7 +10,9 @@ import pytest
 
 import rag_service
 from helpers.safety import (
+    FileEntry,
     PathRejected,
+    SkippedEntry,
     in_scope,
     normalize_user_path,
     resolve_inside,
@@ -42,8 +44,10 @@ def test_symlinks_are_not_followed_when_walking_or_resolving(tmp_path: Path, kno
     os.symlink(outside, knowledge / "linked-dir")
     os.symlink(outside / "secret.md", knowledge / "linked.md")
     os.symlink(knowledge / "loop", knowledge / "loop")  # a symlink loop must not hang the walk
-    found = [e.rel_path for e in walk_files(knowledge, frozenset({".md"}))]
-    assert found == ["inside.md"]
+    entries = list(walk_files(knowledge, frozenset({".md"})))
+    assert [e.rel_path for e in entries if isinstance(e, FileEntry)] == ["inside.md"]
+    skipped = {e.rel_path: e.reason for e in entries if isinstance(e, SkippedEntry)}
+    assert "symbolic link" in skipped["linked.md"]
     with pytest.raises(PathRejected):
         resolve_inside(knowledge, "linked-dir")
     with pytest.raises(PathRejected):

@@ -1,0 +1,265 @@
+"""Lexical channels end to end: real English, Russian and Thai files synced by the real worker,
+searched through rag_service exactly as the MCP tool does."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import make_config
+
+import rag_search
+import rag_service
+from rag_config import Config
+
+FILES = {
+    "reports/sales-report-2026.txt": (
+        "Отчёт о продажах за третий квартал 2026 года.\n"
+        "Выручка выросла на 12 % по сравнению со вторым кварталом."
+    ),
+    "reports/annual_budget-Q1.csv": (
+        "department,quarter,budget_usd\nEngineering,Q1,120000\nSupport,Q1,45000\n"
+    ),
+    "reports/yearly-overview.md": (
+        "# Yearly overview\n\nThe budget grew every quarter; hiring slowed in the autumn.\n"
+    ),
+    "contracts/service-agreement.md": (
+        "# Service Agreement\n\n## Payment terms\n\nInvoices are payable within 30 days. "
+        "The payment terms of this agreement apply to every order.\n"
+    ),
+    "contracts/vendor-letter.md": (
+        "# Vendor letter\n\nOur terms changed last year. A late payment accrues interest.\n"
+    ),
+    "contracts/reminder.md": "# Reminder\n\nPlease send the payment before Friday.\n",
+    "notes/schema.md": (
+        "# Schema notes\n\nThe data base schema keeps one table per customer and is backed up "
+        "nightly.\n"
+    ),
+    "notes/warehouse.md": (
+        "# Warehouse\n\nOur database replica lives in the second rack next to the router.\n"
+    ),
+    "notes/mail.md": "# Mail\n\nConfigure the e-mail relay before the migration weekend.\n",
+    "dev/user-service.md": (
+        "# User service\n\nCall get_user_name before rendering; parse-config reads the file.\n"
+    ),
+    "dev/languages.md": (
+        '# Languages\n\nWe still compile the C++ core with templates. The NEAR("x" operator '
+        "and foo-bar flags are documented elsewhere.\n"
+    ),
+    "ru/archive.md": (
+        "# Архив\n\nСписок отчетов за прошлый год хранится у бухгалтерии. Ёлка стоит в холле.\n"
+    ),
+    "ru/other.md": "# Прочее\n\nКалендарь отпусков и график дежурств отдела поддержки.\n",
+    "th/meeting.md": (
+        "# บันทึกการประชุมทีมพัฒนา\n\nที่ประชุมอนุมัติงบประมาณสำหรับเซิร์ฟเวอร์ใหม่ "
+        "การทดสอบกับเอกสารจริงจำนวน ๑๒๐ ไฟล์ผ่านทั้งหมด "
+        "ส่งรายงานทางอีเมลถึงทุกคนในทีม\n"
+    ),
+    "th/rights.md": (
+        "# สิทธิ\n\nบุคคลใดจะถูกยึดเป็นทาสมิได้ การค้าทาสเป็นสิ่งต้องห้าม และทุกคนมีความคิดเห็นโดยอิสระ\n"
+    ),
+    "th/privacy.md": "# ความเป็นส่วนตัว\n\nข้อมูลส่วนตัวของลูกค้าต้องเก็บเป็นความลับ\n",
+    "th/heart.md": "# ใจดี\n\nสมชาย ใจดี เป็นเจ้าของงบประมาณฝ่ายการตลาด\n",
+}
+
+
+def _sync(config: Config) -> None:
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=300)
+    assert view.state == "succeeded", view.to_dict()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Config:
+    root = tmp_path_factory.mktemp("search")
+    knowledge = root / "docs"
+    for rel, text in FILES.items():
+        path = knowledge / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    config = make_config(knowledge, root / "state")
+    _sync(config)
+    return config
+
+
+def paths(config: Config, query: str, **kwargs: object) -> list[str]:
+    hits = rag_service.search(config, query, mode="lexical", **kwargs).hits  # type: ignore[arg-type]
+    return list(dict.fromkeys(h.path for h in hits))
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "sales-report-2026.txt",
+        "SALES REPORT 2026",
+        "sales_report_2026",
+        "annual budget Q1",
+        "annual_budget-q1.CSV",
+        "service agreement",
+        "what does contracts/service-agreement.md say about invoices",
+    ],
+)
+def test_a_query_naming_a_file_puts_that_file_first(corpus: Config, query: str) -> None:
+    expected = {
+        "sales": "reports/sales-report-2026.txt",
+        "annual": "reports/annual_budget-Q1.csv",
+    }
+    want = next((v for k, v in expected.items() if k in query.lower()), None)
+    found = paths(corpus, query)
+    assert found[0] == (want or "contracts/service-agreement.md")
+    hit = rag_service.search(corpus, query, mode="lexical").hits[0]
+    assert "filename" in hit.channels
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "C++",
+        "foo-bar",
+        'NEAR("x"',
+        'say "hello',
+        "payment AND NOT terms",
+        "a OR b*",
+        "(budget) ^ {title}: col:umn",
+        "*",
+        '"',
+        "-",
+        "'; DROP TABLE chunks; --",
+    ],
+)
+def test_fts5_syntax_in_a_query_is_searched_as_text_and_never_raises(
+    corpus: Config, query: str
+) -> None:
+    result = rag_service.search(corpus, query, mode="lexical")
+    assert isinstance(result.hits, list)
+
+
+def test_symbols_and_operators_in_a_query_find_the_document_that_spells_them(
+    corpus: Config,
+) -> None:
+    assert paths(corpus, "C++")[0] == "dev/languages.md"
+    assert paths(corpus, 'NEAR("x"')[0] == "dev/languages.md"
+    assert paths(corpus, "foo-bar")[0] == "dev/languages.md"
+
+
+def test_exact_phrase_then_all_terms_outrank_documents_with_only_some(corpus: Config) -> None:
+    found = paths(corpus, "payment terms")
+    assert found[0] == "contracts/service-agreement.md"  # the exact phrase
+    assert found.index("contracts/vendor-letter.md") < found.index("contracts/reminder.md")
+    hit = rag_service.search(corpus, "payment terms", mode="lexical").hits[0]
+    assert "exact" in hit.channels
+
+
+def test_russian_inflections_case_and_yo_match_both_ways(corpus: Config) -> None:
+    for query in ("отчетов о продажах", "ОТЧЁТ", "отчёта"):
+        assert paths(corpus, query)[0] in ("reports/sales-report-2026.txt", "ru/archive.md")
+    assert "ru/archive.md" in paths(corpus, "отчёт")
+    assert "reports/sales-report-2026.txt" in paths(corpus, "отчетов")
+    assert paths(corpus, "елка")[0] == "ru/archive.md"
+
+
+def test_split_and_joined_english_words_find_each_other(corpus: Config) -> None:
+    assert set(paths(corpus, "database")[:2]) == {"notes/schema.md", "notes/warehouse.md"}
+    assert set(paths(corpus, "data base")[:2]) == {"notes/schema.md", "notes/warehouse.md"}
+    assert paths(corpus, "email relay")[0] == "notes/mail.md"
+    assert paths(corpus, "e-mail")[0] == "notes/mail.md"
+    hit = rag_service.search(corpus, "database", mode="lexical").hits
+    assert any("variants" in h.channels for h in hit if h.path == "notes/schema.md")
+
+
+def test_identifiers_in_any_case_style_find_each_other(corpus: Config) -> None:
+    for query in ("getUserName", "get-user-name", "GetUserName", "get_user_name"):
+        assert paths(corpus, query)[0] == "dev/user-service.md", query
+    assert paths(corpus, "parseConfig")[0] == "dev/user-service.md"
+
+
+def test_plural_and_singular_match(corpus: Config) -> None:
+    assert paths(corpus, "invoice")[0] == "contracts/service-agreement.md"
+    assert paths(corpus, "replicas")[0] == "notes/warehouse.md"
+
+
+def test_thai_queries_match_by_words_compounds_digits_and_spelling_variants(
+    corpus: Config,
+) -> None:
+    assert paths(corpus, "อนุมัติงบประมาณ เซิร์ฟเวอร์")[0] == "th/meeting.md"
+    assert paths(corpus, "ความเป็นทาส")[0] == "th/rights.md"  # compound: the doc says ทาส
+    assert paths(corpus, "ส่วนตัว")[0] in ("th/privacy.md",)  # a word inside a compound
+    assert paths(corpus, "120 ไฟล์")[0] == "th/meeting.md"  # Thai digits in the document
+    assert paths(corpus, "อีเมล์")[0] == "th/meeting.md"  # alias table: อีเมล์ → อีเมล
+    decomposed = "การประชุมทีม".replace("\u0e33", "\u0e4d\u0e32") + "\u200b"
+    assert paths(corpus, decomposed)[0] == "th/meeting.md"
+
+
+def test_one_and_two_character_queries_find_whole_words_in_any_script(corpus: Config) -> None:
+    assert paths(corpus, "Q1")[0] == "reports/annual_budget-Q1.csv"
+    assert paths(corpus, "ใจ")[0] == "th/heart.md"
+    assert "ru/archive.md" in paths(corpus, "Ёл")
+    hits = rag_service.search(corpus, "x", mode="lexical").hits
+    assert all("short" in h.channels or "filename" in h.channels for h in hits)
+
+
+def test_short_terms_next_to_long_ones_rerank_instead_of_emptying_the_query(
+    corpus: Config,
+) -> None:
+    found = paths(corpus, "Q1 budget")
+    assert found[0] == "reports/annual_budget-Q1.csv"
+    assert "reports/yearly-overview.md" in found
+    top = rag_service.search(corpus, "Q1 budget", mode="lexical").hits[0]
+    assert "short" in top.channels
+
+
+def test_fusion_is_deterministic_and_every_hit_explains_its_channels(corpus: Config) -> None:
+    first = rag_service.search(corpus, "budget quarter", mode="lexical")
+    second = rag_service.search(corpus, "budget quarter", mode="lexical")
+    assert [(h.chunk_id, h.score) for h in first.hits] == [
+        (h.chunk_id, h.score) for h in second.hits
+    ]
+    for hit in first.hits:
+        assert hit.channels and set(hit.channels) <= set(rag_search.LEXICAL_CHANNELS)
+        assert all(c.rank >= 1 for c in hit.channels.values())
+
+
+def test_ties_are_broken_by_path_then_position() -> None:
+    results = [
+        rag_search.ChannelResult("a", [(30, 1.0), (10, 1.0)]),
+        rag_search.ChannelResult("b", [(10, 1.0), (30, 1.0)]),
+    ]
+    keys = {10: ("b.md", 0, 0, 10), 30: ("a.md", 0, 0, 30)}
+    fused = rag_search.rrf_fuse(results, {"a": 1.0, "b": 1.0}, keys.__getitem__)
+    assert [cid for cid, _, _ in fused] == [30, 10]  # equal scores: a.md before b.md
+
+
+def test_each_channel_can_be_switched_off_for_ablation(corpus: Config) -> None:
+    for name in rag_search.LEXICAL_CHANNELS:
+        others = [c for c in rag_search.LEXICAL_CHANNELS if c != name]
+        result = rag_service.search(corpus, "budget Q1", mode="lexical", channels=others)
+        assert all(name not in h.channels for h in result.hits)
+
+
+def test_hits_of_deleted_files_are_dropped_and_changed_files_are_flagged_stale(
+    tmp_path: Path,
+) -> None:
+    knowledge = tmp_path / "docs"
+    knowledge.mkdir()
+    (knowledge / "keep.md").write_text("# Keep\n\nquarterly revenue forecast\n", "utf-8")
+    (knowledge / "gone.md").write_text("# Gone\n\nquarterly revenue archive\n", "utf-8")
+    (knowledge / "edited.md").write_text("# Edited\n\nquarterly revenue draft\n", "utf-8")
+    config = make_config(knowledge, tmp_path / "state")
+    _sync(config)
+    assert set(paths(config, "quarterly revenue")) == {"keep.md", "gone.md", "edited.md"}
+    (knowledge / "gone.md").unlink()
+    edited = knowledge / "edited.md"
+    edited.write_text("# Edited\n\nquarterly revenue draft, now longer\n", "utf-8")
+    os.utime(edited, ns=(1, 1))
+    hits = rag_service.search(config, "quarterly revenue", mode="lexical").hits
+    assert {h.path for h in hits} == {"keep.md", "edited.md"}
+    assert {h.path: h.stale for h in hits} == {"keep.md": False, "edited.md": True}
+
+
+def test_filters_apply_to_every_channel(corpus: Config) -> None:
+    found = paths(corpus, "งบประมาณ budget", path_prefix="th")
+    assert found and all(p.startswith("th/") for p in found)
+    found = paths(corpus, "budget", path_prefix="reports")
+    assert found and all(p.startswith("reports/") for p in found)
+    found = paths(corpus, "annual budget Q1", file_types=["md"])
+    assert "reports/annual_budget-Q1.csv" not in found

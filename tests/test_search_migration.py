@@ -1,0 +1,120 @@
+"""Migration 2 upgrades a version-1 index in place (file names, word index, OCR index) and is
+idempotent; the new tables follow every later write and delete."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from dataclasses import astuple
+from pathlib import Path
+
+import rag_db
+import rag_search
+from helpers.lexical_filename import name_keys
+from helpers.text_normalize import fold
+from rag_db import _split_statements
+
+
+def _v1_index(path: Path) -> sqlite3.Connection:
+    """A version-1 file written the way version-1 rag_sync wrote it."""
+    conn = rag_db.connect(path)
+    with rag_db.write_transaction(conn):
+        for statement in _split_statements(rag_db._MIGRATIONS[1]):
+            conn.execute(statement)
+        conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
+        docs = [
+            ("Отчёты/Sales_Report-2026.TXT", "Отчёт о продажах за квартал", 0),
+            ("scans/Board Minutes.pdf", "rnanagement board minutes", 1),
+        ]
+        for doc_id, (rel, text, ocr) in enumerate(docs, start=1):
+            conn.execute(
+                "INSERT INTO documents(id, path, size, mtime_ns, sha256, format, title, status, "
+                "chunk_scheme, section_count, chunk_count, indexed_at) "
+                "VALUES (?, ?, 1, 1, '', 'txt', ?, 'indexed', 1, 1, 1, 0)",
+                (doc_id, rel, rel),
+            )
+            conn.execute(
+                "INSERT INTO sections(id, document_id, ordinal, text, location) "
+                "VALUES (?, ?, 0, ?, '{}')",
+                (doc_id, doc_id, text),
+            )
+            conn.execute(
+                "INSERT INTO chunks(id, document_id, section_id, ordinal, text, norm, text_hash, "
+                "location, ocr) VALUES (?, ?, ?, 0, ?, ?, ?, ?, ?)",
+                (
+                    doc_id,
+                    doc_id,
+                    doc_id,
+                    text,
+                    fold(text),
+                    hashlib.sha256(text.encode()).hexdigest(),
+                    json.dumps({"page": 1}),
+                    ocr,
+                ),
+            )
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?, ?, ?, ?)",
+                (doc_id, fold(rel), fold(rel), fold(text)),
+            )
+    return conn
+
+
+def test_a_version_1_index_upgrades_in_place_and_is_searchable_by_every_channel(
+    tmp_path: Path,
+) -> None:
+    _v1_index(tmp_path / "index.sqlite3").close()
+    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION == 2
+    names = {tuple(r) for r in conn.execute("SELECT name_key, stem_key, path_key FROM doc_names")}
+    assert names == {
+        ("sales report 2026 txt", "sales report 2026", "отчеты sales report 2026 txt"),
+        ("board minutes pdf", "board minutes", "scans board minutes pdf"),
+    }
+    written = {astuple(name_keys(row[0])) for row in conn.execute("SELECT path FROM documents")}
+    assert written == names  # the backfill and rag_sync's writer agree
+    hits = rag_search.search(conn, "sales_report-2026", rag_search.SearchOptions()).hits
+    assert hits[0].path == "Отчёты/Sales_Report-2026.TXT" and "filename" in hits[0].channels
+    hits = rag_search.search(conn, "отчетов", rag_search.SearchOptions()).hits
+    assert hits and "words" in hits[0].channels
+    hits = rag_search.search(conn, "management", rag_search.SearchOptions()).hits
+    assert hits and hits[0].path == "scans/Board Minutes.pdf" and "fuzzy" in hits[0].channels
+
+
+def test_migration_2_run_twice_changes_nothing(tmp_path: Path) -> None:
+    _v1_index(tmp_path / "index.sqlite3").close()
+    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+
+    def counts() -> tuple[int, ...]:
+        return tuple(
+            conn.execute(sql).fetchone()[0]
+            for sql in (
+                "SELECT COUNT(*) FROM doc_names",
+                "SELECT COUNT(*) FROM doc_names_fts WHERE doc_names_fts MATCH '\"board\"'",
+                "SELECT COUNT(*) FROM chunks_words WHERE chunks_words MATCH 'board'",
+                "SELECT COUNT(*) FROM chunks_ocr_fts WHERE chunks_ocr_fts MATCH 'board'",
+            )
+        )
+
+    before = counts()
+    with rag_db.write_transaction(conn):
+        for statement in _split_statements(rag_db._MIGRATIONS[2]):
+            conn.execute(statement)
+    assert counts() == before == (2, 1, 1, 1)
+    conn.execute("INSERT INTO chunks_words(chunks_words) VALUES ('integrity-check')")
+    conn.execute("INSERT INTO doc_names_fts(doc_names_fts) VALUES ('integrity-check')")
+
+
+def test_deleting_a_document_removes_its_names_words_and_ocr_rows(tmp_path: Path) -> None:
+    _v1_index(tmp_path / "index.sqlite3").close()
+    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    with rag_db.write_transaction(conn):
+        conn.execute("DELETE FROM chunks_fts WHERE rowid = 2")
+        conn.execute("DELETE FROM documents WHERE id = 2")  # cascades to sections and chunks
+    assert conn.execute("SELECT COUNT(*) FROM doc_names").fetchone()[0] == 1
+    for table, term in (("doc_names_fts", '"board"'), ("chunks_words", "board")):
+        sql = f"SELECT COUNT(*) FROM {table} WHERE {table} MATCH ?"
+        assert conn.execute(sql, (term,)).fetchone()[0] == 0
+    sql = "SELECT COUNT(*) FROM chunks_ocr_fts WHERE chunks_ocr_fts MATCH 'board'"
+    assert conn.execute(sql).fetchone()[0] == 0
+    conn.execute("INSERT INTO chunks_words(chunks_words) VALUES ('integrity-check')")
