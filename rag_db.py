@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Writers hold the lock for one document at a time (well under a second); readers never wait in
 # WAL mode. 30 s lets a cancel or a second sync_kb queue behind a slow document instead of
 # failing with "database is locked".
@@ -128,6 +128,106 @@ CREATE TABLE IF NOT EXISTS semantic_blocks (
     vectors BLOB NOT NULL,
     PRIMARY KEY (generation_id, block_no)
 );
+""",
+    # Lexical channels (rag_search). Every statement is idempotent and the backfill reads only
+    # what a version-1 index already holds, so an existing index upgrades in place.
+    2: """
+-- File names for the filename channel: fold()ed, with _ - . / backslash and whitespace as one
+-- space (helpers.lexical_filename.path_key).
+CREATE TABLE IF NOT EXISTS doc_names (
+    doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+    name_key TEXT NOT NULL,             -- file name ("sales report 2026 txt")
+    stem_key TEXT NOT NULL,             -- file name without its extension
+    path_key TEXT NOT NULL              -- the whole relative path
+);
+CREATE INDEX IF NOT EXISTS doc_names_name ON doc_names(name_key);
+CREATE INDEX IF NOT EXISTS doc_names_stem ON doc_names(stem_key);
+CREATE VIRTUAL TABLE IF NOT EXISTS doc_names_fts USING fts5(
+    path_key, content = 'doc_names', content_rowid = 'doc_id', tokenize = 'trigram case_sensitive 0'
+);
+CREATE TRIGGER IF NOT EXISTS doc_names_ai AFTER INSERT ON doc_names BEGIN
+    INSERT INTO doc_names_fts(rowid, path_key) VALUES (new.doc_id, new.path_key);
+END;
+CREATE TRIGGER IF NOT EXISTS doc_names_ad AFTER DELETE ON doc_names BEGIN
+    INSERT INTO doc_names_fts(doc_names_fts, rowid, path_key)
+    VALUES ('delete', old.doc_id, old.path_key);
+END;
+CREATE TRIGGER IF NOT EXISTS doc_names_au AFTER UPDATE ON doc_names BEGIN
+    INSERT INTO doc_names_fts(doc_names_fts, rowid, path_key)
+    VALUES ('delete', old.doc_id, old.path_key);
+    INSERT INTO doc_names_fts(rowid, path_key) VALUES (new.doc_id, new.path_key);
+END;
+-- Backfill from the folded path every chunk row of version 1 carries in chunks_fts; runs of
+-- separators collapse to one space (5 rounds of '  ' -> ' ' cover up to 32).
+INSERT OR IGNORE INTO doc_names(doc_id, name_key, stem_key, path_key)
+SELECT doc_id,
+       trim(replace(replace(replace(replace(replace(
+            replace(replace(replace(replace(replace(replace(
+                name, '_', ' '), '-', ' '), '.', ' '), '/', ' '), char(92), ' '), char(9), ' '),
+            '  ', ' '), '  ', ' '), '  ', ' '), '  ', ' '), '  ', ' ')),
+       trim(replace(replace(replace(replace(replace(
+            replace(replace(replace(replace(replace(replace(
+                stem, '_', ' '), '-', ' '), '.', ' '), '/', ' '), char(92), ' '), char(9), ' '),
+            '  ', ' '), '  ', ' '), '  ', ' '), '  ', ' '), '  ', ' ')),
+       trim(replace(replace(replace(replace(replace(
+            replace(replace(replace(replace(replace(replace(
+                folded_path, '_', ' '), '-', ' '), '.', ' '), '/', ' '), char(92), ' '),
+                char(9), ' '),
+            '  ', ' '), '  ', ' '), '  ', ' '), '  ', ' '), '  ', ' '))
+FROM (
+    SELECT doc_id, folded_path, name,
+           CASE WHEN instr(name, '.') > 1
+                THEN substr(rtrim(name, replace(name, '.', '')), 1,
+                            length(rtrim(name, replace(name, '.', ''))) - 1)
+                ELSE name END AS stem  -- without the last ".ext"; ".bashrc" keeps its name
+    FROM (
+        SELECT doc_id, folded_path,
+               replace(folded_path, rtrim(folded_path, replace(folded_path, '/', '')), '') AS name
+        FROM (
+            SELECT c.document_id AS doc_id, f.path AS folded_path
+            FROM chunks c JOIN chunks_fts f ON f.rowid = c.id
+            WHERE c.id IN (SELECT MIN(id) FROM chunks GROUP BY document_id)
+        )
+    )
+);
+
+-- Word-level BM25 (unicode61) over chunks.norm: English and Russian rank better by words than by
+-- trigrams, and fts5vocab gives document frequencies. External content: no second text copy.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_words USING fts5(
+    norm, content = 'chunks', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 0'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_words_vocab USING fts5vocab(chunks_words, 'row');
+CREATE TRIGGER IF NOT EXISTS chunks_words_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_words_au AFTER UPDATE OF norm ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
+END;
+INSERT INTO chunks_words(chunks_words) VALUES ('rebuild');
+
+-- Trigram index of OCR-derived chunks only: the fuzzy channel looks for misread words there.
+CREATE INDEX IF NOT EXISTS chunks_ocr ON chunks(id) WHERE ocr = 1;
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_ocr_fts USING fts5(
+    norm, content = 'chunks', content_rowid = 'id', tokenize = 'trigram case_sensitive 0'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_ocr_vocab USING fts5vocab(chunks_ocr_fts, 'row');
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_ai AFTER INSERT ON chunks WHEN new.ocr = 1 BEGIN
+    INSERT INTO chunks_ocr_fts(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_ad AFTER DELETE ON chunks WHEN old.ocr = 1 BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_au AFTER UPDATE OF norm, ocr ON chunks BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm)
+    SELECT 'delete', old.id, old.norm WHERE old.ocr = 1;
+    INSERT INTO chunks_ocr_fts(rowid, norm) SELECT new.id, new.norm WHERE new.ocr = 1;
+END;
+INSERT INTO chunks_ocr_fts(chunks_ocr_fts) VALUES ('delete-all');
+INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks WHERE ocr = 1;
 """,
 }
 

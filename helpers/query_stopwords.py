@@ -4,36 +4,34 @@ They are dropped from ranking when a query has other words, and do not count tow
 in the exact channel. The lists are short on purpose (articles, pronouns, auxiliaries,
 prepositions, conjunctions, question words): a content word wrongly listed here is lost for good.
 English: the classic SMART/Lucene core; Russian: the Snowball Russian list minus its rarer
-adverbs; Thai: the most frequent particles and classifiers of the PyThaiNLP stop word list.
+adverbs. Thai has none: its function words (การ, ความ, ที่) also start compounds that
+substring matching needs, and dropping them lowered udhr-th2th MRR (0.93 → 0.89).
 All entries are in fold() form (lower case, ё as е).
 """
 
 from __future__ import annotations
 
-STOP_EN = frozenset(
-    """a about an and are as at be been being but by can could did do does doing for from had
-    has have having he her here hers him his how i if in into is it its itself may me might
-    my no nor not of off on once one only or other our ours out over own shall she should so
-    some such than that the their theirs them then there these they this those through to too
-    under until up upon very was we were what when where which while who whom whose why will
-    with would you your yours""".split()
-)
+_EN_TEXT = """
+a about an and are as at be been being but by can could did do does doing for from had has
+have having he her here hers him his how i if in into is it its itself may me might my no
+nor not of off on once one only or other our ours out over own shall she should so some such
+than that the their theirs them then there these they this those through to too under until
+up upon very was we were what when where which while who whom whose why will with would you
+your yours
+"""
 
-STOP_RU = frozenset(
-    """а без более бы был была были было быть в вам вас весь во вот все всего всех вы где да
-    даже для до его ее ей ему если есть еще же за здесь и из или им их к как какая какой
-    когда кто ли либо между меня мне много может мы на над надо наш не него нее нет ни них
-    но ну о об однако он она они оно от очень по под при про с со так также такой там то
-    тоже того той только том ты у уже чем через что чтобы чье эта эти это этого этой этом
-    этот я""".split()
-)
+_RU_TEXT = """
+а без более бы был была были было быть в вам вас весь во вот все всего всех вы где да даже
+для до его ее ей ему если есть еще же за здесь и из или им их к как какая какой когда кто ли
+либо между меня мне много может мы на над надо наш не него нее нет ни них но ну о об однако
+он она они оно от очень по под при про с со так также такой там то того тоже той только том
+ты у уже чем через что чтобы чье эта эти это этого этой этом этот я
+"""
 
-STOP_TH = frozenset(
-    """และ ที่ ใน ของ การ ความ เป็น มี ได้ ให้ จะ ไม่ กับ แห่ง ซึ่ง โดย หรือ นี้ นั้น อยู่ ไว้ แก่
-    ต่อ จาก แต่ ก็ ว่า อย่าง ถึง เพื่อ ย่อม ทั้ง ด้วย""".split()
-)
 
-STOP_WORDS = STOP_EN | STOP_RU | STOP_TH
+STOP_EN = frozenset(_EN_TEXT.split())
+STOP_RU = frozenset(_RU_TEXT.split())
+STOP_WORDS = STOP_EN | STOP_RU
 
 
 def is_stop_word(term: str) -> bool:

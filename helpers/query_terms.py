@@ -18,17 +18,19 @@ from helpers.text_normalize import clean_text, fold, has_thai
 # A token: letters/digits (Thai included), optionally joined by identifier punctuation
 # (foo-bar, x86_64, a.b, user@host, don't) and ending in + or # (C++, C#).
 _TOKEN = re.compile(r"[\w\u0e00-\u0e7f]+(?:[-._/@&'][\w\u0e00-\u0e7f]+)*[+#]*")
+_POSSESSIVE = re.compile(r"(?<=[^\W\d_])'s?(?![^\W_])")  # Foundation's → Foundation
 _JOINERS = re.compile(r"[-._/@&'+#]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD_CHARS = re.compile(r"^[^\W_]+$")
 TRIGRAM_MIN_CHARS = 3  # FTS5 trigram cannot match shorter terms (they silently match nothing)
 MAX_GROUPS = 32  # a pasted paragraph is cut here: more terms add cost, not precision
 
-QUESTION_WORDS = frozenset(
-    """what why how when where who whom whose which can could does do did is are was were
-    should would will shall may might что как почему зачем где когда кто какой какая какое
-    какие каков сколько ли ли отчего อะไร อย่างไร ทำไม ไหม หรือไม่ เมื่อไร ที่ไหน ใคร""".split()
-)
+_QUESTION_TEXT = """
+are can could did do does how is may might shall should was were what when where which who
+whom whose why will would где зачем как какая какие каков какое какой когда кто ли отчего
+почему сколько что ทำไม ที่ไหน หรือไม่ อย่างไร อะไร เมื่อไร ใคร ไหม
+"""
+QUESTION_WORDS = frozenset(_QUESTION_TEXT.split())
 
 
 @dataclass(frozen=True)
@@ -41,18 +43,24 @@ class TermGroup:
     stem: str | None = None  # Snowball prefix stem (word kind only)
     parts: tuple[str, ...] = ()  # identifier parts: ("get", "user", "name"), ("e", "mail")
     spellings: tuple[str, ...] = ()  # other accepted spellings (Thai alias table)
+    # Recall-only substrings (Thai): pieces of a dictionary compound, pairs of those pieces, and
+    # this word joined with the next one (catches two-letter words trigrams cannot see alone).
+    extra: tuple[str, ...] = ()
 
     @property
     def joined(self) -> str:
         return "".join(self.parts) if self.parts else self.text
 
-    def substrings(self) -> tuple[str, ...]:
-        """Forms a substring (trigram) search may look for, most specific first."""
+    def substrings(self, recall: bool = True) -> tuple[str, ...]:
+        """Forms a substring (trigram) search may look for, most specific first; `recall=False`
+        leaves out the looser `extra` forms (for "contains this word" tests)."""
         forms = [self.text, *self.spellings]
         if self.parts:
             forms += ["".join(self.parts), " ".join(self.parts), "_".join(self.parts)]
         if self.stem:
             forms.append(self.stem)
+        if recall:
+            forms += self.extra
         return tuple(dict.fromkeys(f for f in forms if len(f) >= TRIGRAM_MIN_CHARS))
 
 
@@ -93,7 +101,7 @@ class Query:
 
 
 def parse_query(raw: str) -> Query:
-    cleaned = clean_text(raw).strip()
+    cleaned = _POSSESSIVE.sub("", clean_text(raw).replace("\u2019", "'")).strip()
     folded = fold(cleaned)
     groups: list[TermGroup] = []
     seen: set[str] = set()
@@ -113,7 +121,7 @@ def _groups_of(token: str) -> list[TermGroup]:
     folded = fold(token)
     camel = [p for p in _CAMEL.split(token) if p] if _WORD_CHARS.match(token) else []
     pieces = [p for p in _JOINERS.split(folded) if p]
-    if len(camel) > 1:
+    if len(camel) > 1 and min(len(p) for p in camel) >= 2:  # not "IPv4" → I + Pv4
         return [_identifier(folded, tuple(fold(p) for p in camel))]
     if len(pieces) > 1 or "_" in folded:
         parts = tuple(p for piece in pieces for p in piece.split("_") if p)
@@ -131,16 +139,21 @@ def _identifier(folded: str, parts: tuple[str, ...]) -> TermGroup:
 def _thai_groups(folded: str) -> list[TermGroup]:
     """Thai words of a token (non-Thai pieces inside it become their own groups)."""
     text, spellings = thai.canonical_spelling(folded)
+    words = [w.strip() for w in thai.segment(text) if w.strip()]
     groups: list[TermGroup] = []
-    for word in thai.segment(text):
-        word = word.strip()
-        if not word:
-            continue
+    for index, word in enumerate(words):
         if not has_thai(word):
             groups.extend(g for t in _TOKEN.findall(word) for g in _groups_of(t))
             continue
         variants = tuple(s for s in spellings.pop(word, ()) if s != word)
-        groups.append(TermGroup(word, "thai", is_stop_word(word), None, (), variants))
+        pieces = thai.decompound(word)
+        pairs = [a + b for a, b in zip(pieces, pieces[1:], strict=False)]
+        extra = [p for p in (*pieces, *pairs) if not thai.is_function_piece(p)]
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if has_thai(following):
+            extra.append(word + following)
+        extra_forms = tuple(dict.fromkeys(e for e in extra if e != word))
+        groups.append(TermGroup(word, "thai", is_stop_word(word), None, (), variants, extra_forms))
     for canonical, group in spellings.items():  # a spelling the segmenter cut into pieces
         groups.append(TermGroup(canonical, "thai", False, None, (), group[1:]))
     return groups

@@ -80,3 +80,56 @@ def canonical_spelling(text: str) -> tuple[str, dict[str, tuple[str, ...]]]:
         return group[0]
 
     return _VARIANT_RE.sub(replace, text), found
+
+
+# Longest dictionary word tried inside a compound (the bundled dictionary's words are shorter).
+DECOMPOUND_MAX_PIECE = 20
+DECOMPOUND_MIN_CHARS = 5  # shorter words are single morphemes or two-letter pairs
+
+
+@lru_cache(maxsize=1)
+def _dictionary() -> frozenset[str]:
+    with contextlib.redirect_stdout(io.StringIO()):
+        from pythainlp.corpus import thai_words  # the bundled word list: read, never downloaded
+
+        return frozenset(thai_words())
+
+
+@lru_cache(maxsize=4096)
+def decompound(word: str) -> tuple[str, ...]:
+    """A dictionary compound cut into the fewest dictionary words ("ความเป็นทาส" → ความ, เป็น,
+    ทาส), or () when the word is not made of smaller dictionary words."""
+    n = len(word)
+    if n < DECOMPOUND_MIN_CHARS or not THAI_RUN.fullmatch(word):
+        return ()
+    words = _dictionary()
+    best: list[tuple[str, ...] | None] = [None] * (n + 1)
+    best[0] = ()
+    for end in range(1, n + 1):
+        for start in range(max(0, end - DECOMPOUND_MAX_PIECE), end):
+            prefix = best[start]
+            piece = word[start:end]
+            if prefix is None or end - start == n or piece not in words:
+                continue
+            candidate = (*prefix, piece)
+            current = best[end]
+            if current is None or len(candidate) < len(current):
+                best[end] = candidate
+    return best[n] or ()
+
+
+# Prefixes and function words that start countless compounds (nominalisers การ/ความ, the copula
+# เป็น, the agent prefix ผู้, ...): as a compound's piece they would match half the corpus.
+_FUNCTION_TEXT = "การ ความ เป็น ผู้ ที่ ของ ใน และ แห่ง ซึ่ง โดย ให้ ได้ มี ไม่ จะ ต่อ กับ แก่ อัน"
+FUNCTION_PIECES = frozenset(_FUNCTION_TEXT.split())
+
+
+def is_function_piece(piece: str) -> bool:
+    """A compound piece made only of FUNCTION_PIECES ("ความ", "ความเป็น")."""
+    rest = piece
+    while rest:
+        head = next((f for f in FUNCTION_PIECES if rest.startswith(f)), None)
+        if head is None:
+            return False
+        rest = rest[len(head) :]
+    return True
