@@ -11,6 +11,9 @@ MIN_MARK_CHARS = 3
 
 def _folded_with_map(text: str) -> tuple[str, list[int]]:
     """fold(text) plus, for each folded character, the index of its source character."""
+    whole = fold(text)
+    if len(whole) == len(text):  # the usual case: folding kept every position
+        return whole, list(range(len(text)))
     out: list[str] = []
     index: list[int] = []
     for i, ch in enumerate(text):
