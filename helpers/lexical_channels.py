@@ -91,11 +91,14 @@ def _words(ctx: SearchContext) -> ChannelResult:
     if not forms:
         return ChannelResult("words", [])
     if not rare or all(g.stop for g in served):  # "the of and": no BM25 order worth its cost
+        pool = []
         if len(served) > 1:
-            forms = {fts_phrase(" ".join(w for g in served for w in _WORD.findall(g.text))): None}
-        pool = ctx.ranked_match(
-            "chunks_words", " OR ".join(forms), depth=SECTION_POOL, newest_first=True
-        )
+            phrase = fts_phrase(" ".join(w for g in served for w in _WORD.findall(g.text)))
+            pool = ctx.ranked_match("chunks_words", phrase, depth=SECTION_POOL, newest_first=True)
+        if not pool:  # in a small folder every word is "common": the words need not be adjacent
+            pool = ctx.ranked_match(
+                "chunks_words", " OR ".join(forms), depth=SECTION_POOL, newest_first=True
+            )
     else:
         pool = ctx.ranked_match("chunks_words", " OR ".join(forms), depth=SECTION_POOL)
     return ChannelResult("words", pool, len(served) / len(content))
