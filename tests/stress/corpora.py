@@ -9,28 +9,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from conftest import WORDS  # one business vocabulary for every generated corpus
 from format_fixtures import write_text_pdf
 
-WORDS = [
-    "invoice",
-    "payment",
-    "contract",
-    "server",
-    "search",
-    "index",
-    "document",
-    "report",
-    "budget",
-    "meeting",
-    "quarter",
-    "revenue",
-    "customer",
-    "support",
-    "agreement",
-    "notice",
-    "termination",
-    "upgrade",
-]
 KINDS = ("docx", "xlsx", "pptx", "pdf", "odt", "md", "csv")
 
 
