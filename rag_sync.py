@@ -251,12 +251,9 @@ def write_document(
     conn: sqlite3.Connection, entry: FileEntry, sha256: str, content: DocumentContent
 ) -> None:
     """Replace the document's rows in one transaction."""
-    if content.needs_ocr_pages and not content.sections:
-        status = "needs_ocr"
-    elif content.needs_ocr_pages:
-        status = "needs_ocr"  # partly searchable; the scanned pages are listed
-    else:
-        status = "indexed"
+    # A document with scanned pages and no OCR stays needs_ocr even when other pages are
+    # searchable: the pages are listed in the note.
+    status = "needs_ocr" if content.needs_ocr_pages else "indexed"
     note = None
     if content.needs_ocr_pages:
         note = f"pages without a text layer (need OCR): {_page_list(content.needs_ocr_pages)}"

@@ -251,7 +251,7 @@ def run_job(config: Config, job_id: str) -> int:
     sandbox.close()
     close_ocr = getattr(ctx.ocr, "close", None)
     if close_ocr is not None:
-        close_ocr()  # stops a vision-model server started for this batch
+        close_ocr()  # harmless when unused; the extraction child closes the one that ran
     reporter.stop()
     reporter.on_phase("done")
     reporter.flush(conn)

@@ -252,6 +252,10 @@ def _child_main() -> int:
         except Exception as exc:  # a library bug on a hostile file: report, keep serving
             out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]}) + "\n")
         out.flush()
+    for ctx in contexts.values():  # the OCR here is the one that ran: stop its vision server
+        close = getattr(ctx.ocr, "close", None)
+        if close is not None:
+            close()
     return 0
 
 
