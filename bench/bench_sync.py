@@ -9,7 +9,6 @@ latency (in-process and over MCP stdio), rag_search latency over stdio, MCP serv
 from __future__ import annotations
 
 import argparse
-import random
 import shutil
 import statistics
 import sys
@@ -21,44 +20,17 @@ import anyio
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from conftest import write_corpus  # noqa: E402
 
 import rag_service  # noqa: E402
 from rag_config import Config  # noqa: E402
 
-WORDS = [
-    "invoice",
-    "payment",
-    "contract",
-    "server",
-    "search",
-    "index",
-    "document",
-    "report",
-    "budget",
-    "meeting",
-    "quarter",
-    "revenue",
-    "customer",
-    "support",
-    "agreement",
-    "notice",
-    "termination",
-    "upgrade",
-    "backup",
-    "policy",
-]
-
 
 def make_files(root: Path, count: int, words: int, seed: int) -> int:
-    rng = random.Random(seed)
-    total = 0
-    for i in range(count):
-        path = root / f"d{i % 50:02d}" / f"file-{i:06d}.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        text = f"# File {i}\n\n" + " ".join(rng.choice(WORDS) for _ in range(words)) + "\n"
-        path.write_text(text, encoding="utf-8")
-        total += len(text.encode())
-    return total
+    """The test suite's corpus generator (one vocabulary everywhere); returns the bytes written."""
+    return sum(p.stat().st_size for p in write_corpus(root, count, words, seed))
 
 
 def config_for(knowledge: Path, data: Path) -> Config:
