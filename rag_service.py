@@ -76,16 +76,15 @@ def check_config(config: Config) -> list[str]:
 
 
 def _ocr_config_problems(config: Config) -> list[str]:
-    from helpers import ocr, ocr_vlm
+    from helpers import ocr_settings
 
     problems: list[str] = []
-    try:
-        ocr.OcrConfig(langs=config.ocr_langs, tesseract_cmd=config.ocr_cmd)
-    except ValueError as exc:
-        problems.append(f"--ocr-langs: {exc}")
+    langs_problem = ocr_settings.langs_problem(config.ocr_langs)
+    if langs_problem:
+        problems.append(f"--ocr-langs: {langs_problem}")
     if config.ocr_vlm_url:
         try:
-            ocr_vlm.require_loopback(config.ocr_vlm_url)
+            ocr_settings.require_loopback(config.ocr_vlm_url)
         except ValueError as exc:
             problems.append(f"--ocr-vlm-url: {exc}")
         if not config.ocr_vlm_model:

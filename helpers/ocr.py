@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from PIL import Image
 
 from helpers.blocks import ExtractionError, OcrText
+from helpers.ocr_settings import langs_problem
 from helpers.text_normalize import clean_text
 
 if TYPE_CHECKING:
@@ -41,7 +42,6 @@ DPI_RANGE = (
     1200,
 )  # metadata outside this is junk (0, 1, 72000) and would mislead layout analysis
 STDERR_TAIL_CHARS = 400  # enough of tesseract's stderr to say why it failed
-_LANGS_PATTERN = re.compile(r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$")
 
 # Thai characters that can never start a word: a space before them was inserted by the engine.
 _THAI_COMBINING = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"
@@ -73,8 +73,9 @@ class OcrConfig:
     vlm_timeout_s: float = DEFAULT_VLM_TIMEOUT_S
 
     def __post_init__(self) -> None:
-        if not _LANGS_PATTERN.match(self.langs):
-            raise ValueError(f"langs must look like 'eng+tha+rus', got {self.langs!r}")
+        problem = langs_problem(self.langs)
+        if problem:
+            raise ValueError(problem)
         if self.page_timeout_s <= 0 or self.vlm_timeout_s <= 0:
             raise ValueError("timeouts must be positive")
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import difflib
 import io
-import ipaddress
 import json
 import logging
 import os
@@ -19,13 +18,15 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import httpx
 from PIL import Image
 
 from helpers.blocks import OcrText
 from helpers.ocr import postprocess
+from helpers.ocr_settings import VlmConfigError, require_loopback
+
+__all__ = ["VlmConfigError", "VlmCorrector", "require_loopback", "validate_correction"]
 
 log = logging.getLogger(__name__)
 
@@ -68,40 +69,11 @@ SYSTEM_PROMPT = (
 )
 
 
-class VlmConfigError(ValueError):
-    """A vision-model setting that cannot be used; `hint` says what to set instead."""
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(f"{message} (hint: {hint})" if hint else message)
-        self.hint = hint
-
-
 @dataclass(frozen=True)
 class Verdict:
     ok: bool
     reason: str  # why rejected, or a short summary when accepted
     similarity: float = 0.0
-
-
-def require_loopback(url: str, what: str = "vision-model URL") -> str:
-    """Return `url` when its host is loopback (127.0.0.0/8, ::1, localhost); raise otherwise."""
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    hint = "run the model server on this machine and use e.g. http://127.0.0.1:8080/v1"
-    if parts.scheme not in ("http", "https") or not host:
-        raise VlmConfigError(f"{what} must be an http(s) URL, got {url!r}", hint)
-    if host == "localhost":
-        return url
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        raise VlmConfigError(f"{what} host {host!r} is not loopback", hint) from None
-    loopback = address in ipaddress.ip_network("127.0.0.0/8") or address == ipaddress.ip_address(
-        "::1"
-    )
-    if not loopback:
-        raise VlmConfigError(f"{what} host {host!r} is not loopback", hint)
-    return url
 
 
 def models_url(chat_url: str) -> str:
