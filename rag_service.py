@@ -275,6 +275,9 @@ def _semantic_candidates(
     config: Config, conn: sqlite3.Connection, query: str
 ) -> tuple[list[tuple[int, float]] | None, str | None]:
     """(chunk id, cosine) candidates, or (None, why not) when semantic search cannot answer."""
+    light = semantic_state(config)  # off / unavailable decided without importing numpy
+    if light["state"] != "ready":
+        return None, f"semantic search {light['state']}: {light['hint']}"
     import rag_semantic
     from helpers.semantic_model import ModelError
 
@@ -284,11 +287,7 @@ def _semantic_candidates(
     )
     if state.state not in ("ready", "stale"):
         return None, f"semantic search {state.state}: {state.hint}"
-    from helpers import semantic_model
-
-    model_dir = semantic_model.discover_model_dir(config.semantic_model_dir)
-    if model_dir is None:
-        return None, "semantic model not found"
+    model_dir = light["model_dir"]
     log_path = config.logs_dir / "semantic-query.log"
     try:
         with _warm_lock:
@@ -472,15 +471,24 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
     from helpers import semantic_model
 
     cache_dir = config.data_dir / SEMANTIC_CACHE
-    if conn is None:
-        availability = semantic_model.check_availability(
-            config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
-        )
-        return {
+    availability = semantic_model.check_availability(
+        config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
+    )
+    if conn is None or availability.state != "ready":
+        light: dict[str, Any] = {
             "state": availability.state,
             "reason": availability.reason,
             "hint": availability.hint,
         }
+        if conn is None and availability.model is not None:
+            light["model_dir"] = availability.model.model_dir
+        if conn is not None:  # health: the same keys as a ready report
+            row = conn.execute(
+                "SELECT vector_count FROM semantic_generations WHERE ready = 1 "
+                "ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            light.update(model=None, vectors=row[0] if row else 0)
+        return light
     import rag_semantic
 
     state = rag_semantic.semantic_state(
