@@ -1,6 +1,10 @@
-"""Retrieval regression gate: lexical evaluation of small golden sets against recorded floors.
+"""Retrieval regression gate: evaluation of small golden sets against recorded floors.
 
     python bench/run_eval_floors.py [--sets debfaq-en,manru] [--shared DIR] [--suggest]
+
+A floor entry is keyed by its label: the set name (lexical, the file's default mode) or
+`set/mode` with "set" and "mode" fields; hybrid/semantic entries index with the shared real model
+(`--model-dir`), so the gate also covers the vector build and the fusion.
 
 Each set is indexed from scratch (fresh temporary data dir, `rag_eval.py --sync`), so the gate
 covers extraction, chunking, indexing and search together. Prints a table; exits 1 when a set
@@ -23,6 +27,7 @@ from typing import Any
 REPO_DIR = Path(__file__).resolve().parents[1]
 FLOORS_PATH = REPO_DIR / "bench" / "eval_floors.json"
 SHARED_EVAL_DIR = REPO_DIR.parent / "shared" / "eval"
+SHARED_MODEL_DIR = REPO_DIR.parent / "shared" / "models" / "multilingual-e5-small-int8"
 EVAL_SCRIPT = REPO_DIR / "rag_eval.py"
 # A suggested floor sits this far under the measured value: a real regression crosses it,
 # run-to-run noise (none for lexical search, which is deterministic) and tiny drifts do not.
@@ -33,6 +38,8 @@ STDERR_TAIL_LINES = 15
 
 @dataclass(frozen=True)
 class Floor:
+    set_name: str
+    mode: str
     min_mrr: float
     min_recall8: float
 
@@ -45,21 +52,32 @@ class SetRun:
     error: str = ""
 
 
-def load_floors(path: Path) -> tuple[str, dict[str, Floor]]:
+def load_floors(path: Path) -> dict[str, Floor]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    floors = {
-        name: Floor(float(v["min_mrr@10"]), float(v["min_recall@8"]))
-        for name, v in data["sets"].items()
+    default_mode = data.get("mode", "lexical")
+    return {
+        label: Floor(
+            v.get("set", label),
+            v.get("mode", default_mode),
+            float(v["min_mrr@10"]),
+            float(v["min_recall@8"]),
+        )
+        for label, v in data["sets"].items()
     }
-    return data.get("mode", "lexical"), floors
 
 
-def run_set(name: str, shared: Path, mode: str) -> SetRun:
+def run_set(label: str, floor: Floor, shared: Path, model_dir: Path) -> SetRun:
     """rag_eval.py on one set in a fresh data dir; its JSON report and wall time."""
+    name, mode = floor.set_name, floor.mode
+    semantic = ["--semantic", "off"]  # lexical: computing vectors would only cost time
+    if mode != "lexical":
+        if not model_dir.is_dir():
+            return SetRun(label, None, 0.0, f"mode {mode} needs the model: {model_dir} is missing")
+        semantic = ["--semantic", "on", "--semantic-model-dir", str(model_dir)]
     set_dir = shared / name
     golden, docs = set_dir / "golden.json", set_dir / "docs"
     if not golden.is_file() or not docs.is_dir():
-        return SetRun(name, None, 0.0, f"{set_dir} has no golden.json + docs/: pass --shared")
+        return SetRun(label, None, 0.0, f"{set_dir} has no golden.json + docs/: pass --shared")
     with tempfile.TemporaryDirectory(prefix=f"ragdoc-eval-{name}-") as data_dir:
         command = [
             sys.executable,
@@ -71,8 +89,7 @@ def run_set(name: str, shared: Path, mode: str) -> SetRun:
             data_dir,
             "--mode",
             mode,
-            "--semantic",
-            "off",  # lexical gate: computing vectors during sync would only cost time
+            *semantic,
             "--sync",
             "--json",
         ]
@@ -82,12 +99,12 @@ def run_set(name: str, shared: Path, mode: str) -> SetRun:
                 command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, cwd=REPO_DIR
             )
         except subprocess.TimeoutExpired:
-            return SetRun(name, None, RUN_TIMEOUT_S, f"timed out after {RUN_TIMEOUT_S} s")
+            return SetRun(label, None, RUN_TIMEOUT_S, f"timed out after {RUN_TIMEOUT_S} s")
         seconds = time.perf_counter() - started
     if proc.returncode != 0:
         tail = "\n".join(proc.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
-        return SetRun(name, None, seconds, f"rag_eval.py exited {proc.returncode}:\n{tail}")
-    return SetRun(name, json.loads(proc.stdout), seconds)
+        return SetRun(label, None, seconds, f"rag_eval.py exited {proc.returncode}:\n{tail}")
+    return SetRun(label, json.loads(proc.stdout), seconds)
 
 
 def below_floor(report: dict[str, Any], floor: Floor) -> list[str]:
@@ -109,14 +126,14 @@ def suggested_floor(report: dict[str, Any]) -> dict[str, float]:
 
 def print_table(runs: list[SetRun], floors: dict[str, Floor]) -> None:
     print(
-        f"{'set':<18} {'q':>4} {'MRR@10':>7} {'floor':>6} {'R@8':>6} {'floor':>6} "
+        f"{'set':<26} {'q':>4} {'MRR@10':>7} {'floor':>6} {'R@8':>6} {'floor':>6} "
         f"{'sync s':>7} {'eval s':>7} {'total s':>8}  status"
     )
     for run in runs:
         floor = floors[run.name]
         if run.report is None:
             print(
-                f"{run.name:<18} {'':>4} {'':>7} {floor.min_mrr:>6.2f} {'':>6} "
+                f"{run.name:<26} {'':>4} {'':>7} {floor.min_mrr:>6.2f} {'':>6} "
                 f"{floor.min_recall8:>6.2f} {'':>7} {'':>7} {run.seconds:>8.1f}  ERROR"
             )
             continue
@@ -124,7 +141,7 @@ def print_table(runs: list[SetRun], floors: dict[str, Floor]) -> None:
         failures = below_floor(r, floor)
         sync_s = (r.get("sync") or {}).get("seconds", 0.0)
         print(
-            f"{run.name:<18} {r['queries']:>4} {r['mrr@10']:>7.3f} {floor.min_mrr:>6.2f} "
+            f"{run.name:<26} {r['queries']:>4} {r['mrr@10']:>7.3f} {floor.min_mrr:>6.2f} "
             f"{r['recall@8']:>6.3f} {floor.min_recall8:>6.2f} {sync_s:>7.1f} "
             f"{r['eval_seconds']:>7.1f} {run.seconds:>8.1f}  "
             + ("BELOW: " + "; ".join(failures) if failures else "ok")
@@ -135,12 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--floors", type=Path, default=FLOORS_PATH)
     parser.add_argument("--shared", type=Path, default=SHARED_EVAL_DIR, help="eval sets folder")
-    parser.add_argument("--sets", help="comma list (default: every set in the floors file)")
+    parser.add_argument("--model-dir", type=Path, default=SHARED_MODEL_DIR, help="for hybrid")
+    parser.add_argument("--sets", help="comma list of labels (default: every floor in the file)")
     parser.add_argument(
         "--suggest", action="store_true", help=f"print floors at measured - {FLOOR_MARGIN}"
     )
     args = parser.parse_args(argv)
-    mode, floors = load_floors(args.floors)
+    floors = load_floors(args.floors)
     names = [n.strip() for n in args.sets.split(",")] if args.sets else list(floors)
     unknown = [n for n in names if n not in floors]
     if unknown:
@@ -149,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     runs = []
     for name in names:
-        sys.stderr.write(f"evaluating {name} ({mode})...\n")
-        runs.append(run_set(name, args.shared, mode))
+        sys.stderr.write(f"evaluating {name} ({floors[name].mode})...\n")
+        runs.append(run_set(name, floors[name], args.shared, args.model_dir))
     print_table(runs, floors)
     print(f"total {time.perf_counter() - started:.1f} s")
     for run in runs:

@@ -263,3 +263,46 @@ def test_filters_apply_to_every_channel(corpus: Config) -> None:
     assert found and all(p.startswith("reports/") for p in found)
     found = paths(corpus, "annual budget Q1", file_types=["md"])
     assert "reports/annual_budget-Q1.csv" not in found
+
+
+# -- hybrid fusion (pure: channel lists in, ranking out) -----------------------------------------
+def _hybrid(lexical, semantic, sections):
+    return rag_search.hybrid_fuse(
+        [rag_search.ChannelResult(name, ranked) for name, ranked in lexical],
+        rag_search.ChannelResult("semantic", semantic),
+        lambda ids: {cid: sections[cid] for cid in ids if cid in sections},
+    )
+
+
+def test_hybrid_counts_agreement_on_one_section_even_when_the_sides_pick_different_chunks():
+    # Section 1: lexical likes chunk 11, semantic likes chunk 12 (same passage). Section 2: only
+    # lexical, slightly ahead of chunk 11. Section 3: only semantic, top cosine.
+    sections = {11: 1, 12: 1, 21: 2, 31: 3}
+    fused = _hybrid(
+        [("words", [(21, 10.0), (11, 9.0)])],
+        [(31, 0.90), (12, 0.89), (40, 0.70)],
+        {**sections, 40: 4},
+    )
+    order = [cid for cid, _, _ in fused]
+    assert order[0] == 11  # the section both sides found, shown by its lexical chunk
+    assert set(fused[0][2]) == {"words", "semantic"}
+    assert fused[0][2]["semantic"].rank == 2
+    assert len(order) == len({sections.get(c, c) for c in order})  # one entry per section
+
+
+def test_hybrid_keeps_the_lexical_margin_that_ranks_alone_would_throw_away():
+    # A verbatim quotation: BM25 puts section 1 far ahead; the cosines barely separate 1 and 2,
+    # with 2 first. Score-aware lexical evidence must keep section 1 on top.
+    sections = {1: 1, 2: 2, 3: 3, 4: 4}
+    fused = _hybrid(
+        [("bm25", [(1, 56.8), (2, 22.4), (3, 20.9)])],
+        [(2, 0.905), (1, 0.901), (3, 0.890), (4, 0.807)],
+        sections,
+    )
+    assert [cid for cid, _, _ in fused][:2] == [1, 2]
+
+
+def test_hybrid_without_lexical_hits_follows_the_cosines():
+    sections = {1: 1, 2: 2, 3: 3}
+    fused = _hybrid([("words", [])], [(3, 0.9), (1, 0.8), (2, 0.7)], sections)
+    assert [cid for cid, _, _ in fused] == [3, 1, 2]
