@@ -9,9 +9,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 SCHEMA_VERSION = 2
-# Writers hold the lock for one document at a time (well under a second); readers never wait in
-# WAL mode. 30 s lets a cancel or a second sync_kb queue behind a slow document instead of
-# failing with "database is locked".
+# Writers hold the lock for one small document or one batch of a big one (about a second,
+# rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
+# behind a slow batch instead of failing with "database is locked".
 BUSY_TIMEOUT_MS = 30_000
 
 _MIGRATIONS: dict[int, str] = {

@@ -1,25 +1,24 @@
 """The lexical index lifecycle: plan the changes, extract and write each document atomically.
 
-Every document is written in its own BEGIN IMMEDIATE transaction (old rows out, new rows in), so
-a cancel or a killed worker never leaves a half-written document and searches keep working
-throughout (WAL). The caller (sync_job_worker) supplies progress and cancel through `SyncObserver`.
+Every document becomes visible in one BEGIN IMMEDIATE transaction (old rows out, new rows in; a
+big one is staged in short batches first, see rag_sync_write), so a cancel or a killed worker
+never leaves a half-written document and searches keep working throughout (WAL). The caller
+(sync_job_worker) supplies progress and cancel through `SyncObserver`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
 from helpers import extractors
 from helpers.blocks import BlockKind, ExtractContext, ExtractionError, ExtractLimits, TextBlock
-from helpers.chunking import CHUNK_SCHEME, Section, build_sections
+from helpers.chunking import CHUNK_SCHEME, build_sections
 from helpers.extract_sandbox import SandboxedExtractor
 from helpers.safety import (
     FileEntry,
@@ -30,8 +29,32 @@ from helpers.safety import (
     still_same_file,
     walk_files,
 )
-from helpers.text_normalize import clean_text, fold
-from rag_db import write_transaction
+from helpers.text_normalize import clean_text
+from rag_sync_write import (
+    STAGING_PATH_PREFIX,
+    TRUNCATED_NOTE,
+    DocumentContent,
+    FileProgress,
+    JobCancelled,
+    discard_staging,
+    page_list,
+    remove_document,
+    report_file_progress,
+    stop_on_cancel,
+    update_stat_only,
+    write_document,
+    write_failure,
+)
+
+__all__ = [  # the write side lives in rag_sync_write; these names stay importable from here
+    "DocumentContent",
+    "JobCancelled",
+    "SyncObserver",
+    "extract_document",
+    "plan_sync",
+    "sync_files",
+    "write_document",
+]
 
 HASH_BLOCK_BYTES = 1024 * 1024  # streaming sha256: constant memory for any file size
 TITLE_SCAN_BLOCKS = 40
@@ -64,13 +87,6 @@ COUNT_KEYS = (
 )  # a heading this early in the file is taken as its title
 
 
-class JobCancelled(BaseException):
-    """Raised inside extraction when cancel is requested.
-
-    A BaseException so an extractor's `except Exception` cannot swallow it.
-    """
-
-
 class SyncObserver(Protocol):
     def check_cancel(self) -> None:
         """Raise JobCancelled when a cancel was requested."""
@@ -84,6 +100,9 @@ class SyncObserver(Protocol):
     def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None: ...
 
     def on_error(self, rel_path: str, message: str) -> None: ...
+
+    # Optional: `on_file_progress(rel_path, size, FileProgress)` is called, when the observer has
+    # it, with the pages read (PDF, TIFF) and the chunk rows of a staged write.
 
 
 @dataclass(frozen=True)
@@ -105,22 +124,14 @@ class SyncPlan:
     existing: dict[str, ExistingDoc] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class DocumentContent:
-    title: str
-    sections: list[Section]
-    needs_ocr_pages: list[int]
-    ocr_pages: list[int]
-    ocr_engine: str | None
-    truncated: bool
-
-
 def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> SyncPlan:
     """Compare the folder with the index by size + mtime_ns (hashes only for what changed)."""
     plan = SyncPlan()
     for row in conn.execute(
         "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status FROM documents"
     ):
+        if row["path"].startswith(STAGING_PATH_PREFIX):
+            continue  # a staged or retired copy, never a file (discarded by sync_files)
         if in_scope(row["path"], scope):
             plan.existing[row["path"]] = ExistingDoc(
                 row["id"],
@@ -183,27 +194,36 @@ def extract_document(
     extract = extractors.extractor_for(entry.abs_path)
     if extract is None:
         raise ExtractionError(f"unsupported format: {entry.abs_path.suffix}")
+
+    def on_pages(done: int, total: int) -> None:
+        progress = FileProgress(done, total, "page")
+        report_file_progress(observer, entry.rel_path, entry.size, progress)
+
     if sandbox is not None and entry.abs_path.suffix.lower() not in IN_PROCESS_SUFFIXES:
-        source = sandbox.extract(entry.abs_path, observer.check_cancel)
+        source = sandbox.extract(entry.abs_path, observer.check_cancel, on_pages)
     else:
-        source = extract(entry.abs_path, ctx)
+        source = extract(entry.abs_path, replace(ctx, on_progress=on_pages))
     needs_ocr: list[int] = []
     ocr_pages: set[int] = set()
-    ocr_engine: str | None = None
+    any_ocr = False
     title: str | None = None
     budget = ctx.limits.max_text_chars
     truncated = False
 
     def blocks() -> Iterator[TextBlock]:
-        nonlocal title, budget, truncated
+        nonlocal title, budget, truncated, any_ocr
         for index, block in enumerate(source):
             observer.check_cancel()
+            if block.kind == BlockKind.TRUNCATED:
+                truncated = True  # the extractor stopped at max_text_chars
+                continue
             if block.kind == BlockKind.NEEDS_OCR:
                 needs_ocr.append(block.location.page or 1)
                 continue
             text = clean_text(block.text)
             if not text.strip():
                 continue
+            any_ocr |= block.ocr
             if block.ocr and block.location.page is not None:
                 ocr_pages.add(block.location.page)
             if title is None and index < TITLE_SCAN_BLOCKS and block.kind == BlockKind.HEADING:
@@ -226,8 +246,8 @@ def extract_document(
         raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
     except Exception as exc:  # a library bug on a hostile file must not stop the job
         raise ExtractionError(f"{type(exc).__name__} while extracting: {exc}"[:500]) from exc
-    if ocr_pages:
-        ocr_engine = getattr(ctx.ocr, "engine", None) or "ocr"
+    # A single image has no page numbers but is OCR text all the same.
+    ocr_engine = (getattr(ctx.ocr, "engine", None) or "ocr") if any_ocr else None
     return DocumentContent(
         title=title or entry.abs_path.stem,
         sections=sections,
@@ -236,168 +256,6 @@ def extract_document(
         ocr_engine=ocr_engine,
         truncated=truncated,
     )
-
-
-def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
-    conn.execute(
-        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE document_id = ?)",
-        (doc_id,),
-    )
-    conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
-    conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
-
-
-def write_document(
-    conn: sqlite3.Connection, entry: FileEntry, sha256: str, content: DocumentContent
-) -> None:
-    """Replace the document's rows in one transaction."""
-    # A document with scanned pages and no OCR stays needs_ocr even when other pages are
-    # searchable: the pages are listed in the note.
-    status = "needs_ocr" if content.needs_ocr_pages else "indexed"
-    note = None
-    if content.needs_ocr_pages:
-        note = f"pages without a text layer (need OCR): {_page_list(content.needs_ocr_pages)}"
-    if content.truncated:
-        note = "text truncated at the per-document character limit"
-    fmt = extractors.format_of(entry.abs_path)
-    folded_path = fold(entry.rel_path)
-    folded_title = fold(content.title)
-    with write_transaction(conn):
-        row = conn.execute("SELECT id FROM documents WHERE path = ?", (entry.rel_path,)).fetchone()
-        if row:
-            doc_id = row["id"]
-            _delete_document_rows(conn, doc_id)
-        else:
-            doc_id = None
-        values = (
-            entry.size,
-            entry.mtime_ns,
-            sha256,
-            fmt,
-            content.title,
-            status,
-            note,
-            CHUNK_SCHEME,
-            content.ocr_engine,
-            json.dumps(content.ocr_pages) if content.ocr_pages else None,
-            json.dumps(content.needs_ocr_pages) if content.needs_ocr_pages else None,
-            len(content.sections),
-            sum(len(s.children) for s in content.sections),
-            time.time(),
-        )
-        if doc_id is None:
-            doc_id = conn.execute(
-                "INSERT INTO documents(size, mtime_ns, sha256, format, title, status, error, "
-                "chunk_scheme, ocr_engine, ocr_pages, needs_ocr_pages, section_count, "
-                "chunk_count, indexed_at, path) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (*values, entry.rel_path),
-            ).lastrowid
-        else:
-            conn.execute(
-                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, title=?, status=?, "
-                "error=?, chunk_scheme=?, ocr_engine=?, ocr_pages=?, needs_ocr_pages=?, "
-                "section_count=?, chunk_count=?, indexed_at=? WHERE id=?",
-                (*values, doc_id),
-            )
-        _write_doc_name(conn, doc_id, entry.rel_path)
-        for ordinal, section in enumerate(content.sections):
-            section_id = conn.execute(
-                "INSERT INTO sections(document_id, ordinal, text, location) VALUES (?,?,?,?)",
-                (doc_id, ordinal, section.text, json.dumps(section.location.to_dict())),
-            ).lastrowid
-            for child_ordinal, child in enumerate(section.children):
-                norm = fold(child.text)
-                chunk_id = conn.execute(
-                    "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
-                    "location, ocr) VALUES (?,?,?,?,?,?,?,?)",
-                    (
-                        doc_id,
-                        section_id,
-                        child_ordinal,
-                        child.text,
-                        norm,
-                        hashlib.sha256(child.text.encode()).hexdigest(),
-                        json.dumps(child.location.to_dict()),
-                        int(child.ocr),
-                    ),
-                ).lastrowid
-                conn.execute(
-                    "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?,?,?,?)",
-                    (chunk_id, folded_title, folded_path, norm),
-                )
-    # chunks_words and chunks_ocr_fts follow the chunks rows through triggers (migration 2).
-
-
-def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> None:
-    """The file-name keys the filename channel looks up (migration 2's doc_names)."""
-    from helpers.lexical_filename import name_keys
-
-    keys = name_keys(rel_path)
-    conn.execute(
-        "INSERT INTO doc_names(doc_id, name_key, stem_key, path_key) VALUES (?,?,?,?) "
-        "ON CONFLICT(doc_id) DO UPDATE SET name_key = excluded.name_key, "
-        "stem_key = excluded.stem_key, path_key = excluded.path_key",
-        (doc_id, keys.name_key, keys.stem_key, keys.path_key),
-    )
-
-
-def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reason: str) -> None:
-    """A failed file keeps a documents row (status failed + reason) and no searchable rows."""
-    fmt = extractors.format_of(entry.abs_path)
-    with write_transaction(conn):
-        row = conn.execute("SELECT id FROM documents WHERE path = ?", (entry.rel_path,)).fetchone()
-        if row:
-            _delete_document_rows(conn, row["id"])
-            conn.execute(
-                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
-                "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
-                "WHERE id=?",
-                (
-                    entry.size,
-                    entry.mtime_ns,
-                    sha256,
-                    fmt,
-                    reason,
-                    CHUNK_SCHEME,
-                    time.time(),
-                    row["id"],
-                ),
-            )
-        else:
-            conn.execute(
-                "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
-                "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
-                (
-                    entry.rel_path,
-                    entry.size,
-                    entry.mtime_ns,
-                    sha256,
-                    fmt,
-                    entry.abs_path.stem,
-                    reason,
-                    CHUNK_SCHEME,
-                    time.time(),
-                ),
-            )
-
-
-def update_stat_only(conn: sqlite3.Connection, doc_id: int, entry: FileEntry) -> None:
-    with write_transaction(conn):
-        conn.execute(
-            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
-            (entry.size, entry.mtime_ns, doc_id),
-        )
-
-
-def remove_document(conn: sqlite3.Connection, doc_id: int) -> None:
-    with write_transaction(conn):
-        _delete_document_rows(conn, doc_id)
-        conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-
-
-def _page_list(pages: list[int]) -> str:
-    shown = ", ".join(str(p) for p in pages[:20])
-    return shown + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
 
 
 def sync_files(
@@ -413,6 +271,8 @@ def sync_files(
     for key in COUNT_KEYS:
         counts.setdefault(key, 0)
     observer.on_phase("prepare")
+    # Staged rows of a worker that was killed mid-document (invisible, but they take space).
+    discard_staging(conn, stop_on_cancel(observer))
     plan = plan_sync(conn, knowledge_dir, scope)
     counts["unchanged"] = plan.unchanged
     counts["skipped"] = len(plan.skipped)
@@ -440,7 +300,7 @@ def sync_files(
     observer.on_phase("cleanup")
     for doc_id, _path in plan.removed:
         observer.check_cancel()
-        remove_document(conn, doc_id)
+        remove_document(conn, doc_id, stop_on_cancel(observer))
         counts["removed"] += 1
 
 
@@ -479,6 +339,20 @@ def _sync_one(
     ):
         update_stat_only(conn, old.id, entry)
         return "unchanged", None
+    # Re-chunking OCR text needs the engine: without it the scan would lose its text.
+    if (
+        old is not None
+        and old.sha256 == sha
+        and old.status == "indexed"
+        and ctx.ocr is None
+        and _has_ocr_text(conn, old.id)
+    ):
+        update_stat_only(conn, old.id, entry)
+        return "unchanged", (
+            "kept the previous OCR text: OCR engine unavailable, so the document was not "
+            "re-read with the current chunking (it will be once the engine is back; "
+            f"hint: {ctx.ocr_unavailable_hint or 'install tesseract-ocr'})"
+        )
     try:
         content = extract_document(entry, ctx, observer, sandbox)
         _check_unchanged_while_read(entry)
@@ -486,14 +360,26 @@ def _sync_one(
         reason = str(exc)
         write_failure(conn, entry, sha, reason)
         return "failed", reason
-    write_document(conn, entry, sha, content)
-    error = None
+    write_document(conn, entry, sha, content, observer)
+    problems = []
     if content.needs_ocr_pages:
-        error = (
-            f"no text layer on pages {_page_list(content.needs_ocr_pages)}"
+        problems.append(
+            f"no text layer on pages {page_list(content.needs_ocr_pages)}"
             f" (hint: {ctx.ocr_unavailable_hint or 'install tesseract-ocr'})"
         )
-    return ("updated" if old is not None else "added"), error
+    if content.truncated:
+        problems.append(
+            f"{TRUNCATED_NOTE} ({ctx.limits.max_text_chars:,} characters): the rest is not "
+            "searchable (hint: split the file)"
+        )
+    return ("updated" if old is not None else "added"), "; ".join(problems) or None
+
+
+def _has_ocr_text(conn: sqlite3.Connection, doc_id: int) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM chunks WHERE document_id = ? AND ocr = 1 LIMIT 1", (doc_id,)
+    ).fetchone()
+    return row is not None
 
 
 def _check_unchanged_while_read(entry: FileEntry) -> None:

@@ -25,8 +25,13 @@ from helpers.extract_sandbox import SandboxedExtractor
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
 from rag_sync import JobCancelled, sync_files
+from rag_sync_write import FileProgress
 
 HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
+# Share of a multi-page file's progress its pages stand for; writing its rows is the rest (in
+# reported batches for a big document, at once for a small one). Reading and writing a
+# 2,000-page text PDF take about as long here (~10 s each).
+READ_SHARE = 0.5
 
 log = logging.getLogger("ragdoc.worker")
 
@@ -41,6 +46,29 @@ class _Progress:
     current_file: str | None = None
     semantic_done: int = 0
     semantic_total: int = 0
+    # Inside the current file: its size, the share of it done (pages read, rows written) and
+    # the detail shown as the running job's message ("current file: page 120/2000").
+    file_size: int = 0
+    file_fraction: float = 0.0
+    file_detail: str | None = None
+    file_has_pages: bool = False
+
+    def advance_file(self, progress: FileProgress) -> None:
+        """Pages read, then rows written (a big document): one fraction that only grows."""
+        if progress.unit == "page":
+            self.file_has_pages = True
+            fraction = READ_SHARE * progress.fraction
+        elif self.file_has_pages:
+            fraction = READ_SHARE + (1 - READ_SHARE) * progress.fraction
+        else:
+            fraction = progress.fraction
+        self.file_fraction = max(self.file_fraction, min(fraction, 1.0))
+        self.file_detail = progress.label()
+
+    def published_done_bytes(self) -> int:
+        """Bytes of finished files plus the done share of the current one: the job's percent
+        moves inside a long file, and never backwards."""
+        return self.done_bytes + int(self.file_size * self.file_fraction)
 
 
 class JobReporter:
@@ -56,17 +84,32 @@ class JobReporter:
         self._stop = threading.Event()
         self._errors: list[tuple[str, str]] = []
         self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
+        self._reader: sqlite3.Connection | None = None  # the main thread's, for check_cancel_now
 
     # -- SyncObserver --------------------------------------------------------------------------
     def check_cancel(self) -> None:
         if self._cancel.is_set():
             raise JobCancelled()
 
+    def check_cancel_now(self) -> None:
+        """check_cancel after reading the flag from the job row (a WAL read, never blocked):
+        between the batches of a big document a cancel is seen at once, not a heartbeat later."""
+        if not self._cancel.is_set():
+            if self._reader is None:
+                self._reader = connect(self.config.db_path)
+            row = self._reader.execute(
+                "SELECT cancel_requested FROM jobs WHERE id = ?", (self.job_id,)
+            ).fetchone()
+            if row and row["cancel_requested"]:
+                self._cancel.set()
+        self.check_cancel()
+
     def on_phase(self, phase: str) -> None:
         with self._lock:
             self.progress.phase = phase
             if phase != "files":
                 self.progress.current_file = None
+                self._end_file()
 
     def on_plan(self, total_files: int, total_bytes: int) -> None:
         with self._lock:
@@ -76,11 +119,28 @@ class JobReporter:
     def on_file_start(self, rel_path: str) -> None:
         with self._lock:
             self.progress.current_file = rel_path
+            self._end_file()
+
+    def on_file_progress(self, rel_path: str, size: int, progress: FileProgress) -> None:
+        with self._lock:
+            p = self.progress
+            if rel_path != p.current_file:
+                return
+            p.file_size = size
+            p.advance_file(progress)
 
     def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
         with self._lock:
             self.progress.completed_files += 1
             self.progress.done_bytes += size
+            self._end_file()
+
+    def _end_file(self) -> None:
+        """Caller holds the lock."""
+        self.progress.file_size = 0
+        self.progress.file_fraction = 0.0
+        self.progress.file_detail = None
+        self.progress.file_has_pages = False
 
     def on_error(self, rel_path: str, message: str) -> None:
         with self._lock:
@@ -98,6 +158,9 @@ class JobReporter:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
 
     def _beat(self) -> None:
         conn = connect(self.config.db_path)
@@ -120,8 +183,9 @@ class JobReporter:
                 p.total_files,
                 p.completed_files,
                 p.total_bytes,
-                p.done_bytes,
+                p.published_done_bytes(),
                 p.current_file,
+                p.file_detail,
                 p.semantic_done,
                 p.semantic_total,
                 time.time(),
@@ -130,8 +194,8 @@ class JobReporter:
         with write_transaction(conn):
             conn.execute(
                 "UPDATE jobs SET phase=?, total_files=?, completed_files=?, total_bytes=?, "
-                "done_bytes=?, current_file=?, semantic_done=?, semantic_total=?, heartbeat=?, "
-                "updated_at=? WHERE id=?",
+                "done_bytes=?, current_file=?, message=?, semantic_done=?, semantic_total=?, "
+                "heartbeat=?, updated_at=? WHERE id=?",
                 (*values, self.job_id),
             )
             conn.execute(

@@ -19,6 +19,8 @@ class BlockKind(StrEnum):
     CODE = "code"  # fenced code kept whole up to a bound
     NOTE = "note"  # speaker notes, footnotes, comments
     NEEDS_OCR = "needs_ocr"  # a page/image with no text layer and no OCR engine: text is ""
+    # The extractor guard stopped at max_text_chars: the rest of the file was not read; text is "".
+    TRUNCATED = "truncated"
 
 
 @dataclass(frozen=True)
@@ -130,3 +132,6 @@ class ExtractContext:
     ocr_unavailable_hint: str = ""  # what to install when `ocr` is None
     ocr_min_chars: int = 16  # a page with fewer text-layer characters is treated as scanned
     should_cancel: Callable[[], bool] = lambda: False  # checked inside long extractions
+    # (pages done, pages in the file): multi-page formats call it with 0 first (the count is
+    # known up front) and after each page, so a long PDF or scan shows progress inside the file.
+    on_progress: Callable[[int, int], None] = lambda done, total: None

@@ -43,6 +43,7 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
                 f"image has {pages} pages (limit {MAX_PAGES})",
                 hint="split it into smaller files",
             )
+        ctx.on_progress(0, pages)
         for index in range(pages):
             if index and ctx.should_cancel():
                 raise ExtractionCancelled("extraction cancelled")
@@ -60,6 +61,7 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
             # as the PDF extractor does for scanned pages.
             for text in texts or [""]:
                 yield TextBlock(text=text, location=location, kind=BlockKind.PARAGRAPH, ocr=True)
+            ctx.on_progress(index + 1, pages)
 
 
 def _paragraphs(text: str) -> Iterator[str]:

@@ -53,6 +53,7 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
     pdf = _open(path)
     try:
         page_count = len(pdf)
+        ctx.on_progress(0, page_count)
         texts = _sample_texts(pdf, page_count, ctx)
         repeated = _repeated_edge_lines(texts.values(), len(texts))
         for index in range(page_count):
@@ -60,6 +61,7 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
                 raise ExtractionCancelled("extraction cancelled")
             text = texts.pop(index, None)
             yield from _page_blocks(pdf, index, text, repeated, ctx)
+            ctx.on_progress(index + 1, page_count)
     finally:
         pdf.close()
 

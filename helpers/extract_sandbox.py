@@ -130,8 +130,16 @@ class SandboxedExtractor:
             self._proc.wait()
             self._proc = None
 
-    def extract(self, path: Path, check_cancel: Callable[[], None]) -> Iterator[TextBlock]:
-        """Blocks of `path`; ExtractionError when the child fails, stalls or dies."""
+    def extract(
+        self,
+        path: Path,
+        check_cancel: Callable[[], None],
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> Iterator[TextBlock]:
+        """Blocks of `path`; ExtractionError when the child fails, stalls or dies.
+
+        `on_progress(pages done, pages)` follows the child's reading of a multi-page file, in
+        step with the blocks (it is called as the caller consumes them)."""
         if self._proc is None or self._proc.poll() is not None:
             self._proc = self._spawn()
         proc = self._proc
@@ -151,6 +159,10 @@ class SandboxedExtractor:
             for message in self._messages(proc, check_cancel):
                 if "block" in message:
                     yield _decode(message["block"])
+                elif "progress" in message:
+                    if on_progress is not None:
+                        done, total = message["progress"]
+                        on_progress(int(done), int(total))
                 elif "error" in message:
                     finished = True
                     raise ExtractionError(message["error"], message.get("hint", ""))
@@ -202,7 +214,9 @@ class SandboxedExtractor:
 
 
 # -- child -------------------------------------------------------------------------------------
-def _child_context(request: dict[str, Any]) -> ExtractContext:
+def _child_context(
+    request: dict[str, Any], on_progress: Callable[[int, int], None]
+) -> ExtractContext:
     limits = ExtractLimits(**request["limits"])
     ocr_function = None
     hint = "install tesseract-ocr"
@@ -215,7 +229,9 @@ def _child_context(request: dict[str, Any]) -> ExtractContext:
         hint = status.hint or hint
         if status.available:
             ocr_function = ocr.make_ocr_function(config)
-    return ExtractContext(limits=limits, ocr=ocr_function, ocr_unavailable_hint=hint)
+    return ExtractContext(
+        limits=limits, ocr=ocr_function, ocr_unavailable_hint=hint, on_progress=on_progress
+    )
 
 
 def _child_main() -> int:
@@ -223,11 +239,16 @@ def _child_main() -> int:
 
     out = sys.stdout
     contexts: dict[str, ExtractContext] = {}
+
+    def report_pages(done: int, total: int) -> None:
+        out.write(f'{{"progress": [{int(done)}, {int(total)}]}}\n')
+        out.flush()
+
     for line in sys.stdin:
         request = json.loads(line)
         key = json.dumps([request["limits"], request.get("ocr")], sort_keys=True)
         if key not in contexts:
-            contexts[key] = _child_context(request)
+            contexts[key] = _child_context(request, report_pages)
         path = Path(request["path"])
         try:
             extract = extractors.extractor_for(path)

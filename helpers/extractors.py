@@ -2,7 +2,8 @@
 
 Importing this module is cheap: format modules (and their libraries: pypdfium2, openpyxl, ...)
 are imported the first time a file of that format is extracted. Every extractor returned by
-`extractor_for` checks the file-size cap, stops past `max_text_chars`, and raises only
+`extractor_for` checks the file-size cap, stops past `max_text_chars` (ending with a
+BlockKind.TRUNCATED marker block), and raises only
 `ExtractionError` for a file it cannot read (any other exception is converted, with a hint;
 MemoryError alone passes through, for the caller's out-of-memory report).
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
-from helpers.blocks import ExtractContext, ExtractionError, TextBlock
+from helpers.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,8 @@ def _guarded_extract(module: str, path: Path, ctx: ExtractContext) -> Iterator[T
                 log.warning(
                     "%s: stopped after %d characters (max_text_chars)", path, limits.max_text_chars
                 )
+                # The caller must know the document is cut (its status note says so).
+                yield TextBlock("", block.location, BlockKind.TRUNCATED)
                 return
             yield block
     except (ExtractionError, MemoryError):

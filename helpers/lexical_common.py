@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from helpers.query_terms import Query
 from helpers.safety import scope_like_pattern
 
 CHANNEL_DEPTH = 200  # candidates each channel contributes to fusion
 PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's frequency
+# Documents rows of a big document being written in batches, or of an old version waiting to be
+# discarded (rag_sync_write.STAGING_PATH_PREFIX): their chunks are in the indexes but are no
+# document anyone may see. A hidden path, so walk_files never yields a real one like it.
+STAGING_PATH_PREFIX = ".ragdoc-staging/"
+
+
+def hidden_document_ids(conn: sqlite3.Connection) -> tuple[int, ...]:
+    """Staging documents (usually none: a range probe of the path index)."""
+    rows = conn.execute(
+        "SELECT id FROM documents WHERE path >= ? AND path < ?",
+        (STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + chr(ord("/") + 1)),
+    )
+    return tuple(row[0] for row in rows)
 
 
 @dataclass(frozen=True)
@@ -18,10 +31,16 @@ class Filters:
     path_prefix: str = ""
     file_types: tuple[str, ...] = ()  # suffixes without dot, lower-case
     modified_after_ns: int | None = None
+    hidden_doc_ids: tuple[int, ...] = ()  # staging documents (set by SearchContext)
 
     @property
     def active(self) -> bool:
-        return bool(self.path_prefix or self.file_types or self.modified_after_ns is not None)
+        return bool(
+            self.path_prefix
+            or self.file_types
+            or self.modified_after_ns is not None
+            or self.hidden_doc_ids
+        )
 
     def sql(self, doc_alias: str = "d") -> tuple[str, list[object]]:
         """WHERE fragment on the documents table (parameterised) and its parameters."""
@@ -36,6 +55,9 @@ class Filters:
         if self.modified_after_ns is not None:
             clauses.append(f"{doc_alias}.mtime_ns > ?")
             params.append(self.modified_after_ns)
+        if self.hidden_doc_ids:
+            clauses.append(f"{doc_alias}.id NOT IN ({','.join('?' * len(self.hidden_doc_ids))})")
+            params += list(self.hidden_doc_ids)
         return (" AND ".join(clauses) or "1"), params
 
 
@@ -57,6 +79,12 @@ class SearchContext:
     filters: Filters
     _df: dict[str, int] = field(default_factory=dict)
     _cache: dict[str, ChannelResult] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Every channel filters through self.filters: staged rows are left out of all of them.
+        hidden = hidden_document_ids(self.conn)
+        if hidden:
+            self.filters = replace(self.filters, hidden_doc_ids=hidden)
 
     def doc_freq(self, word: str) -> int:
         """Chunks whose word index holds `word` as a whole token (0 = not in the corpus)."""

@@ -231,13 +231,6 @@ class _NoCancel:
         return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: helpers/extractors._guarded_extract stops at max_text_chars before the block "
-    "that crosses it, so rag_sync.extract_document's own budget never runs out and a cut "
-    "document (the 200 MB one-line file keeps its first 20 M characters) is stored as fully "
-    "indexed, with no 'truncated' note",
-)
 def test_a_document_cut_at_the_character_limit_is_marked_truncated(tmp_path: Path):
     path = tmp_path / "long.txt"
     path.write_text("word " * 4000, encoding="utf-8")

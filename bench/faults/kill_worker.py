@@ -1,12 +1,15 @@
 """SIGKILL the sync worker at random points, hundreds of times, over a folder of mixed formats.
 
-    python bench/faults/kill_worker.py --runs 100 [--sets 3] [--seed 0]
+    python bench/faults/kill_worker.py --runs 100 [--sets 3] [--seed 0] [--big-kb 1500]
 
 Each run starts a sync, kills the worker after a random delay (0 .. 0.9 x a clean sync), then
 checks: integrity_check ok and no half-written document, the job reported failed (time to
 report), no sandbox child left behind, and that the next sync gives exactly the clean result
 (canonical dump: paths, sha256, status, chunk texts). Half the runs kill a fresh index, half an
 update of an indexed folder (changed, grown, replaced, deleted and added files).
+With --big-kb the folder also holds one big one-line text file (~7 chunks per KB; more than
+2,000 chunks are staged in batches, rag_sync_write), replaced by another in the update, so most
+kills land while a big document is staged, swapped in or its old version discarded.
 """
 
 from __future__ import annotations
@@ -35,19 +38,34 @@ def copy_index(source_db, target_dir) -> None:  # type: ignore[no-untyped-def]
     src.close()
 
 
+def write_big_text(path, size: int, word: str) -> None:  # type: ignore[no-untyped-def]
+    """`size` bytes of numbered words on one line (w0 w1 ...)."""
+    piece = (" ".join(f"{word}{i % 997}" for i in range(20_000)) + " ").encode()
+    with path.open("wb") as f:
+        written = 0
+        while written < size:
+            f.write(piece[: size - written])
+            written += len(piece[: size - written])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--sets", type=int, default=5, help="7 files of mixed formats per set")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--big-kb", type=int, default=0, help="add one big text file (KB)")
     parser.add_argument("--work", help="scratch folder (default: system temp)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     root = work_dir("kill", args.work)
     original, updated = root / "original", root / "updated"
     make_mixed_corpus(original, sets=args.sets, seed=args.seed)
+    if args.big_kb:
+        write_big_text(original / "huge.txt", args.big_kb * 1000, "w")
     shutil.copytree(original, updated)
     mutate_corpus(updated)
+    if args.big_kb:
+        write_big_text(updated / "huge.txt", args.big_kb * 1100, "v")
     started = time.monotonic()
     expected_fresh = reference_dump(original, root / "ref-original")
     clean_s = time.monotonic() - started

@@ -1,0 +1,497 @@
+"""Writing one document's rows: visible all at once or not at all, however big it is.
+
+Up to SINGLE_TRANSACTION_CHUNKS rows (old and new together) are replaced in one transaction. A
+bigger document (a 20 MB text file is ~100k chunks) would hold the write lock for a minute, past
+the busy timeout of cancel_sync, sync_kb and the heartbeat; it is written under an invisible
+*staging* row in short batches, then swapped in by one short transaction that also moves the old
+version out of sight. Staging rows are discarded in batches: after the swap, on cancel, and at
+the next sync after a killed worker. Search skips them (helpers.lexical_common).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from helpers import extractors
+from helpers.chunking import CHUNK_SCHEME, Section
+from helpers.lexical_common import STAGING_PATH_PREFIX, hidden_document_ids
+from helpers.safety import FileEntry
+from helpers.text_normalize import fold
+from rag_db import write_transaction
+
+# Rows written (or deleted) per transaction: ~0.4-0.7 ms per chunk row with its three FTS
+# entries on this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
+SINGLE_TRANSACTION_CHUNKS = 2_000
+STAGE_BATCH_CHUNKS = 2_000
+DISCARD_BATCH_CHUNKS = 2_000
+DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
+# Pause after each batch: SQLite's busy handler retries a waiting writer at most every 100 ms, so
+# without a gap this long the next batch would take the lock again before a cancel_sync, sync_kb
+# or heartbeat got in (measured: an 11 s wait across back-to-back batches).
+BATCH_PAUSE_S = 0.12
+STAGING_STATUS = "staging"
+TRUNCATED_NOTE = "text truncated at the per-document character limit"
+
+
+class JobCancelled(BaseException):
+    """Raised inside extraction or writing when cancel is requested.
+
+    A BaseException so an extractor's `except Exception` cannot swallow it.
+    """
+
+
+@dataclass(frozen=True)
+class FileProgress:
+    """Progress inside one file: pages read (PDF, TIFF) or chunk rows written (staged)."""
+
+    done: int
+    total: int
+    unit: str  # "page" | "chunks written"
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.done / self.total) if self.total > 0 else 0.0
+
+    def label(self) -> str:
+        if self.unit == "page":
+            return f"current file: page {self.done}/{self.total}"
+        return f"current file: {self.done}/{self.total} {self.unit}"
+
+
+class WriteObserver(Protocol):
+    def check_cancel(self) -> None:
+        """Raise JobCancelled when a cancel was requested."""
+
+
+@dataclass(frozen=True)
+class DocumentContent:
+    title: str
+    sections: list[Section]
+    needs_ocr_pages: list[int]
+    ocr_pages: list[int]
+    ocr_engine: str | None
+    truncated: bool
+
+
+def report_file_progress(
+    observer: object | None, rel_path: str, size: int, progress: FileProgress
+) -> None:
+    """Tell an observer that has `on_file_progress` (the worker's JobReporter) where it is."""
+    hook = getattr(observer, "on_file_progress", None)
+    if hook is not None:
+        hook(rel_path, size, progress)
+
+
+def status_and_note(content: DocumentContent) -> tuple[str, str | None]:
+    """A document with scanned pages and no OCR stays needs_ocr even when other pages are
+    searchable (the pages are listed in the note); a cut document says so."""
+    status = "needs_ocr" if content.needs_ocr_pages else "indexed"
+    notes = []
+    if content.needs_ocr_pages:
+        notes.append(f"pages without a text layer (need OCR): {page_list(content.needs_ocr_pages)}")
+    if content.truncated:
+        notes.append(TRUNCATED_NOTE)
+    return status, "; ".join(notes) or None
+
+
+def page_list(pages: list[int]) -> str:
+    shown = ", ".join(str(p) for p in pages[:20])
+    return shown + (f" and {len(pages) - 20} more" if len(pages) > 20 else "")
+
+
+def write_document(
+    conn: sqlite3.Connection,
+    entry: FileEntry,
+    sha256: str,
+    content: DocumentContent,
+    observer: WriteObserver | None = None,
+) -> None:
+    """Replace the document's rows: visible all at once or not at all, however big it is.
+
+    With an observer, a staged write honours cancel between batches (JobCancelled: the staged
+    rows are discarded and the previous version stays)."""
+    new_chunks = sum(len(s.children) for s in content.sections)
+    old = conn.execute(
+        "SELECT id, chunk_count FROM documents WHERE path = ?", (entry.rel_path,)
+    ).fetchone()
+    old_chunks = old["chunk_count"] if old else 0
+    if new_chunks + old_chunks <= SINGLE_TRANSACTION_CHUNKS:
+        with write_transaction(conn):
+            row = conn.execute(
+                "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
+            ).fetchone()
+            doc_id = row["id"] if row else None
+            if doc_id is not None:
+                _delete_document_rows(conn, doc_id)
+            doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
+            _write_doc_name(conn, doc_id, entry.rel_path)
+            _insert_sections(conn, doc_id, entry.rel_path, content, 0, content.sections)
+        return
+    _write_staged(conn, entry, sha256, content, observer)
+
+
+def _write_staged(
+    conn: sqlite3.Connection,
+    entry: FileEntry,
+    sha256: str,
+    content: DocumentContent,
+    observer: WriteObserver | None,
+) -> None:
+    # The worker's reporter can read the job row itself: a cancel is seen within one batch.
+    check_cancel = (
+        (getattr(observer, "check_cancel_now", None) or observer.check_cancel)
+        if observer is not None
+        else _never_cancelled
+    )
+    total = sum(len(s.children) for s in content.sections)
+    staged_id = _insert_staging_row(conn, entry, sha256, content.title)
+    retired: int | None = None
+    try:
+        written = ordinal = 0
+        for batch in _batches(content.sections, STAGE_BATCH_CHUNKS):
+            check_cancel()
+            with write_transaction(conn):
+                chunks = _insert_sections(conn, staged_id, entry.rel_path, content, ordinal, batch)
+                conn.execute(
+                    "UPDATE documents SET section_count = section_count + ?, "
+                    "chunk_count = chunk_count + ? WHERE id = ?",
+                    (len(batch), chunks, staged_id),
+                )
+            time.sleep(BATCH_PAUSE_S)
+            ordinal += len(batch)
+            written += chunks
+            progress = FileProgress(written, total, "chunks written")
+            report_file_progress(observer, entry.rel_path, entry.size, progress)
+        check_cancel()
+        with write_transaction(conn):
+            old = conn.execute(
+                "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
+            ).fetchone()
+            if old is not None:
+                retired = old["id"]
+                _retire(conn, retired)
+            _upsert_document(conn, staged_id, entry, sha256, content, counts=False)
+            _write_doc_name(conn, staged_id, entry.rel_path)
+    except BaseException:
+        discard_document(conn, staged_id)  # cancelled or failed: the old version stays
+        raise
+    if retired is not None:
+        discard_document(conn, retired, stop_on_cancel(observer))
+
+
+def _never_cancelled() -> None:
+    return None
+
+
+def _batches(sections: Sequence[Section], max_chunks: int) -> Iterator[Sequence[Section]]:
+    """Consecutive runs of whole sections holding at most `max_chunks` children (a section
+    bigger than that alone)."""
+    start = count = 0
+    for index, section in enumerate(sections):
+        size = len(section.children)
+        if count and count + size > max_chunks:
+            yield sections[start:index]
+            start, count = index, 0
+        count += size
+    if start < len(sections):
+        yield sections[start:]
+
+
+def stop_on_cancel(observer: WriteObserver | None) -> Callable[[], bool] | None:
+    """check_cancel as a question: cleanup stops quietly at a cancel (what it leaves is
+    invisible, and the next sync discards it)."""
+    if observer is None:
+        return None
+
+    def should_stop() -> bool:
+        try:
+            observer.check_cancel()
+        except JobCancelled:
+            return True
+        return False
+
+    return should_stop
+
+
+def _staging_path() -> str:
+    return STAGING_PATH_PREFIX + uuid.uuid4().hex
+
+
+def _insert_staging_row(conn: sqlite3.Connection, entry: FileEntry, sha256: str, title: str) -> int:
+    with write_transaction(conn):
+        return conn.execute(
+            "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, error, "
+            "chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                _staging_path(),
+                entry.size,
+                entry.mtime_ns,
+                sha256,
+                extractors.format_of(entry.abs_path),
+                title,
+                STAGING_STATUS,
+                f"being written: {entry.rel_path}",
+                CHUNK_SCHEME,
+                time.time(),
+            ),
+        ).lastrowid
+
+
+def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> None:
+    """Inside a write transaction: move a document out of sight, to be discarded in batches."""
+    row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
+    conn.execute("DELETE FROM doc_names WHERE doc_id = ?", (doc_id,))
+    conn.execute(
+        "UPDATE documents SET path = ?, status = ?, error = ? WHERE id = ?",
+        (_staging_path(), STAGING_STATUS, f"{why}: {row['path']}", doc_id),
+    )
+
+
+def discard_staging(conn: sqlite3.Connection, should_stop: Callable[[], bool] | None = None) -> int:
+    """Discard every staging row (left by a killed worker); returns how many were removed."""
+    removed = 0
+    for doc_id in hidden_document_ids(conn):
+        if not discard_document(conn, doc_id, should_stop):
+            break
+        removed += 1
+    return removed
+
+
+def discard_document(
+    conn: sqlite3.Connection, doc_id: int, should_stop: Callable[[], bool] | None = None
+) -> bool:
+    """Delete a document and its rows in bounded transactions (the counts on its row stay
+    true after every commit); False when `should_stop` asked to stop first."""
+    while True:
+        if should_stop is not None and should_stop():
+            return False
+        with write_transaction(conn):
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM chunks WHERE document_id = ? ORDER BY id LIMIT ?",
+                    (doc_id, DISCARD_BATCH_CHUNKS),
+                )
+            ]
+            if ids:
+                marks = ",".join("?" * len(ids))
+                conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
+                conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", ids)
+                conn.execute(
+                    "UPDATE documents SET chunk_count = chunk_count - ? WHERE id = ?",
+                    (len(ids), doc_id),
+                )
+            else:
+                gone = conn.execute(
+                    "DELETE FROM sections WHERE id IN (SELECT id FROM sections "
+                    "WHERE document_id = ? ORDER BY id LIMIT ?)",
+                    (doc_id, DISCARD_BATCH_SECTIONS),
+                ).rowcount
+                if gone:
+                    conn.execute(
+                        "UPDATE documents SET section_count = section_count - ? WHERE id = ?",
+                        (gone, doc_id),
+                    )
+                else:
+                    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+                    return True
+        time.sleep(BATCH_PAUSE_S)
+
+
+def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
+    conn.execute(
+        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE document_id = ?)",
+        (doc_id,),
+    )
+    conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
+    conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
+
+
+def _upsert_document(
+    conn: sqlite3.Connection,
+    doc_id: int | None,
+    entry: FileEntry,
+    sha256: str,
+    content: DocumentContent,
+    counts: bool = True,
+) -> int:
+    """The documents row of `entry` (inserted when doc_id is None); `counts=False` keeps the
+    section/chunk counts a staged write kept current batch by batch."""
+    status, note = status_and_note(content)
+    values = (
+        entry.size,
+        entry.mtime_ns,
+        sha256,
+        extractors.format_of(entry.abs_path),
+        content.title,
+        status,
+        note,
+        CHUNK_SCHEME,
+        content.ocr_engine,
+        json.dumps(content.ocr_pages) if content.ocr_pages else None,
+        json.dumps(content.needs_ocr_pages) if content.needs_ocr_pages else None,
+        time.time(),
+        entry.rel_path,
+    )
+    if doc_id is None:
+        return conn.execute(
+            "INSERT INTO documents(size, mtime_ns, sha256, format, title, status, error, "
+            "chunk_scheme, ocr_engine, ocr_pages, needs_ocr_pages, indexed_at, path, "
+            "section_count, chunk_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                *values,
+                len(content.sections),
+                sum(len(s.children) for s in content.sections),
+            ),
+        ).lastrowid
+    conn.execute(
+        "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, title=?, status=?, "
+        "error=?, chunk_scheme=?, ocr_engine=?, ocr_pages=?, needs_ocr_pages=?, indexed_at=?, "
+        "path=? WHERE id=?",
+        (*values, doc_id),
+    )
+    if counts:
+        conn.execute(
+            "UPDATE documents SET section_count = ?, chunk_count = ? WHERE id = ?",
+            (len(content.sections), sum(len(s.children) for s in content.sections), doc_id),
+        )
+    return doc_id
+
+
+def _insert_sections(
+    conn: sqlite3.Connection,
+    doc_id: int,
+    rel_path: str,
+    content: DocumentContent,
+    first_ordinal: int,
+    sections: Sequence[Section],
+) -> int:
+    """Insert sections (numbered from `first_ordinal`) and their chunks, indexed under
+    `rel_path` (a staged row's future path); returns the number of chunks."""
+    folded_path = fold(rel_path)
+    folded_title = fold(content.title)
+    chunks = 0
+    for ordinal, section in enumerate(sections, start=first_ordinal):
+        section_id = conn.execute(
+            "INSERT INTO sections(document_id, ordinal, text, location) VALUES (?,?,?,?)",
+            (doc_id, ordinal, section.text, json.dumps(section.location.to_dict())),
+        ).lastrowid
+        for child_ordinal, child in enumerate(section.children):
+            norm = fold(child.text)
+            chunk_id = conn.execute(
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
+                "location, ocr) VALUES (?,?,?,?,?,?,?,?)",
+                (
+                    doc_id,
+                    section_id,
+                    child_ordinal,
+                    child.text,
+                    norm,
+                    hashlib.sha256(child.text.encode()).hexdigest(),
+                    json.dumps(child.location.to_dict()),
+                    int(child.ocr),
+                ),
+            ).lastrowid
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?,?,?,?)",
+                (chunk_id, folded_title, folded_path, norm),
+            )
+            chunks += 1
+    # chunks_words and chunks_ocr_fts follow the chunks rows through triggers (migration 2).
+    return chunks
+
+
+def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> None:
+    """The file-name keys the filename channel looks up (migration 2's doc_names)."""
+    from helpers.lexical_filename import name_keys
+
+    keys = name_keys(rel_path)
+    conn.execute(
+        "INSERT INTO doc_names(doc_id, name_key, stem_key, path_key) VALUES (?,?,?,?) "
+        "ON CONFLICT(doc_id) DO UPDATE SET name_key = excluded.name_key, "
+        "stem_key = excluded.stem_key, path_key = excluded.path_key",
+        (doc_id, keys.name_key, keys.stem_key, keys.path_key),
+    )
+
+
+def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reason: str) -> None:
+    """A failed file keeps a documents row (status failed + reason) and no searchable rows."""
+    fmt = extractors.format_of(entry.abs_path)
+    retired: int | None = None
+    with write_transaction(conn):
+        row = conn.execute(
+            "SELECT id, chunk_count FROM documents WHERE path = ?", (entry.rel_path,)
+        ).fetchone()
+        if row and row["chunk_count"] > SINGLE_TRANSACTION_CHUNKS:
+            retired = row["id"]
+            _retire(conn, retired)
+            row = None
+        if row:
+            _delete_document_rows(conn, row["id"])
+            conn.execute(
+                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
+                "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
+                "WHERE id=?",
+                (
+                    entry.size,
+                    entry.mtime_ns,
+                    sha256,
+                    fmt,
+                    reason,
+                    CHUNK_SCHEME,
+                    time.time(),
+                    row["id"],
+                ),
+            )
+        else:
+            conn.execute(
+                "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
+                "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
+                (
+                    entry.rel_path,
+                    entry.size,
+                    entry.mtime_ns,
+                    sha256,
+                    fmt,
+                    entry.abs_path.stem,
+                    reason,
+                    CHUNK_SCHEME,
+                    time.time(),
+                ),
+            )
+    if retired is not None:
+        discard_document(conn, retired)
+
+
+def update_stat_only(conn: sqlite3.Connection, doc_id: int, entry: FileEntry) -> None:
+    with write_transaction(conn):
+        conn.execute(
+            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+            (entry.size, entry.mtime_ns, doc_id),
+        )
+
+
+def remove_document(
+    conn: sqlite3.Connection, doc_id: int, should_stop: Callable[[], bool] | None = None
+) -> None:
+    """Remove a document whose file is gone (a big one out of sight first, then in batches;
+    `should_stop` may leave the invisible rest to the next sync)."""
+    with write_transaction(conn):
+        row = conn.execute("SELECT chunk_count FROM documents WHERE id = ?", (doc_id,)).fetchone()
+        if row is None:
+            return
+        big = row["chunk_count"] > SINGLE_TRANSACTION_CHUNKS
+        if big:
+            _retire(conn, doc_id, "removed")
+        else:
+            _delete_document_rows(conn, doc_id)
+            conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
+    if big:
+        discard_document(conn, doc_id, should_stop)
