@@ -10,6 +10,7 @@ from typing import Any
 
 from helpers.blocks import Location
 from helpers.chunking import CHUNK_SCHEME
+from helpers.lexical_common import STAGING_PATH_PREFIX
 from helpers.safety import scope_like_pattern
 from rag_results import UNTRUSTED_NOTICE
 
@@ -39,8 +40,10 @@ class ListQuery:
 def list_documents(
     conn: sqlite3.Connection, knowledge_dir: Path, query: ListQuery
 ) -> dict[str, Any]:
-    clauses: list[str] = []
-    params: list[object] = []
+    # A big document being written (or left by a killed worker) lives under a staging path
+    # until it is swapped in: it is not a file of the knowledge dir.
+    clauses: list[str] = ["NOT (path >= ? AND path < ?)"]
+    params: list[object] = [STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + "0"]
     if query.path_prefix:
         clauses.append("(path = ? OR path LIKE ? ESCAPE '\\')")
         params += [query.path_prefix, scope_like_pattern(query.path_prefix)]
