@@ -14,6 +14,10 @@ DEFAULT_DATA_DIR = REPO_DIR / "state"
 DB_FILENAME = "index.sqlite3"
 # Large enough for real manuals and decks; an accidental disk image or video is refused fast.
 DEFAULT_MAX_FILE_MB = 200
+# Writers hold the SQLite lock for one document at a time (well under a second); 30 s lets a
+# cancel or a second sync_kb queue behind a slow document before it is reported as busy.
+DEFAULT_BUSY_TIMEOUT_S = 30.0
+BUSY_TIMEOUT_MAX_S = 3600.0  # past an hour a caller is better told the index is busy
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,12 @@ class Config:
     ocr_vlm_url: str | None = None
     ocr_vlm_model: str | None = None
     instructions_append: str = ""
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # wait for another writer before IndexBusy
+    read_only: bool = False  # serve an index without ever writing to the data dir
+
+    @property
+    def busy_timeout_ms(self) -> int:
+        return int(self.busy_timeout_s * 1000)
 
     @property
     def logs_dir(self) -> Path:
@@ -69,6 +79,15 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ocr-vlm-url", help="loopback OpenAI-compatible URL for OCR correction")
     parser.add_argument("--ocr-vlm-model", help="model name for --ocr-vlm-url")
     parser.add_argument("--instructions-append", help="extra line for the MCP server instructions")
+    parser.add_argument(
+        "--busy-timeout-s", type=float, help="seconds to wait for another writer (default 30)"
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        default=None,
+        help="never write to the data dir: search a copied or mounted index; sync is refused",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -85,6 +104,12 @@ def config_from_args(args: argparse.Namespace) -> Config:
     db = pick("db", "DB")
     model_dir = pick("semantic_model_dir", "SEMANTIC_MODEL_DIR")
     max_mb = getattr(args, "max_file_mb", None) or int(_env("MAX_FILE_MB") or DEFAULT_MAX_FILE_MB)
+    busy = getattr(args, "busy_timeout_s", None)
+    if busy is None:
+        busy = _float_env("BUSY_TIMEOUT_S", DEFAULT_BUSY_TIMEOUT_S)
+    read_only = getattr(args, "read_only", None)
+    if read_only is None:
+        read_only = (_env("READ_ONLY") or "0").lower() in ("1", "true", "yes", "on")
     return Config(
         knowledge_dir=knowledge,
         data_dir=data,
@@ -97,7 +122,29 @@ def config_from_args(args: argparse.Namespace) -> Config:
         ocr_vlm_url=pick("ocr_vlm_url", "OCR_VLM_URL"),
         ocr_vlm_model=pick("ocr_vlm_model", "OCR_VLM_MODEL"),
         instructions_append=pick("instructions_append", "INSTRUCTIONS_APPEND") or "",
+        busy_timeout_s=busy,
+        read_only=bool(read_only),
     )
+
+
+def _float_env(name: str, default: float) -> float:
+    raw = _env(name)
+    if raw is None:
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"RAGDOC_{name}={raw!r} is not a number of seconds") from exc
+
+
+def config_problems(config: Config) -> list[str]:
+    """Settings out of range, each with the fix (paths are checked by rag_service)."""
+    if not 0 < config.busy_timeout_s <= BUSY_TIMEOUT_MAX_S:
+        return [
+            f"--busy-timeout-s {config.busy_timeout_s} is out of range: "
+            f"pass a number of seconds above 0 and at most {BUSY_TIMEOUT_MAX_S:.0f}"
+        ]
+    return []
 
 
 def with_overrides(config: Config, **changes: object) -> Config:

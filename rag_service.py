@@ -13,7 +13,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +26,22 @@ import rag_search
 from helpers import extractors
 from helpers.chunking import CHUNK_SCHEME
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
-from rag_config import REPO_DIR, Config
-from rag_db import SCHEMA_VERSION, connect, open_index, schema_version
-from rag_errors import ConfigError, IndexMissing, InvalidArgument, NotFound, RagError
+from rag_config import REPO_DIR, Config, config_problems
+from rag_db import SCHEMA_VERSION, connect, migrate, schema_version, write_transaction
+from rag_errors import (
+    ConfigError,
+    IndexMissing,
+    InvalidArgument,
+    NotFound,
+    RagError,
+    disk_full_error,
+    fault_in_message,
+    free_bytes,
+    human_bytes,
+    index_busy_error,
+    read_only_error,
+    storage_fault,
+)
 from rag_jobs import JobView
 from rag_results import SearchResult
 
@@ -35,6 +51,9 @@ MODES = ("hybrid", "lexical", "semantic")
 SQLITE_MAX_INT = 2**63 - 1  # a date in year 2999 in nanoseconds overflows SQLite's INTEGER
 WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
+# Below this much free space on the data dir, rag_health warns: indexing a few hundred documents
+# can take that much (index + WAL), and a full disk fails the sync.
+LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
 
 __all__ = [
     "RagError",
@@ -60,19 +79,52 @@ def check_config(config: Config) -> list[str]:
         problems.append(f"knowledge dir {kd} is not a folder: pass a folder to --knowledge-dir")
     elif not os.access(kd, os.R_OK | os.X_OK):
         problems.append(f"knowledge dir {kd} is not readable: fix its permissions")
-    data = config.data_dir
-    try:
-        data.mkdir(parents=True, exist_ok=True)
-        config.logs_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        problems.append(f"data dir {data} cannot be created ({exc.strerror}): pass --data-dir")
-    else:
-        if not os.access(data, os.W_OK):
-            problems.append(f"data dir {data} is not writable: pass a writable --data-dir")
+    problems.extend(_data_dir_problems(config))
+    problems.extend(config_problems(config))
     problems.extend(_ocr_config_problems(config))
     if config.db_path.exists() and not os.access(config.db_path, os.R_OK):
         problems.append(f"index {config.db_path} is not readable: fix permissions or pass --db")
     return problems
+
+
+def _data_dir_problems(config: Config) -> list[str]:
+    """A data dir that cannot be made is a problem; a read-only one is not (reads work)."""
+    data = config.data_dir
+    if config.read_only:
+        if not data.is_dir():
+            return [f"data dir {data} does not exist (--read-only never makes it): pass --data-dir"]
+        return []
+    try:
+        data.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return [f"data dir {data} cannot be created ({exc.strerror}): pass --data-dir"]
+    if read_only_reason(config) is None:
+        try:
+            config.logs_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return [f"logs dir {config.logs_dir} cannot be created ({exc.strerror})"]
+    return []
+
+
+def read_only_reason(config: Config) -> str | None:
+    """Why the index cannot be written (the --read-only switch, a read-only mount, missing
+    permission), or None when it can. Searches still work; sync_kb and cancel_sync are refused."""
+    if config.read_only:
+        return f"{config.data_dir} is served read-only (--read-only / RAGDOC_READ_ONLY)"
+    for folder in dict.fromkeys((config.data_dir, config.db_path.parent)):
+        if folder.is_dir() and not os.access(folder, os.W_OK):
+            return f"{folder} is not writable ({_why_not_writable(folder)})"
+    if config.db_path.exists() and not os.access(config.db_path, os.W_OK):
+        return f"index {config.db_path} is not writable ({_why_not_writable(config.db_path)})"
+    return None
+
+
+def _why_not_writable(path: Path) -> str:
+    try:
+        read_only_mount = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_mount = False
+    return "read-only file system" if read_only_mount else "no write permission"
 
 
 def _ocr_config_problems(config: Config) -> list[str]:
@@ -98,35 +150,148 @@ def _require_config(config: Config) -> None:
         raise ConfigError(problems[0], "fix the launch arguments; rag_health lists all problems")
 
 
+def _open_read_only(config: Config) -> sqlite3.Connection:
+    """A connection that never writes: mode=ro, or immutable when even the WAL's shared-memory
+    file cannot be created (a read-only mount after a clean close; nobody can write there)."""
+    uri = config.db_path.resolve().as_uri()
+    last: sqlite3.Error | None = None
+    for query in ("mode=ro", "mode=ro&immutable=1"):
+        conn = sqlite3.connect(
+            f"{uri}?{query}", uri=True, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            last = exc
+            continue
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+    assert last is not None
+    raise last
+
+
+def _connect_for_reading(config: Config, read_only: str | None) -> sqlite3.Connection:
+    """Read-write when the data dir allows it; read-only when it is read-only, or when a full
+    disk leaves no room for the WAL's shared-memory file (reads still work then)."""
+    if read_only:
+        return _open_read_only(config)
+    try:
+        conn = connect(config.db_path)
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError as exc:
+        _close_failed_connections(exc)
+        if storage_fault(exc, config.data_dir) != "full":
+            raise
+    return _open_read_only(config)
+
+
+def _close_failed_connections(exc: BaseException) -> None:
+    """Close the connections left in the frames an error came through (rag_db.connect can fail
+    after opening one). Left to the garbage collector, each keeps the index, its WAL and -shm
+    open: a data dir on a full disk then cannot even be unmounted. Those frames are done."""
+    tb = exc.__traceback__
+    while tb is not None:
+        for value in list(tb.tb_frame.f_locals.values()):
+            if isinstance(value, sqlite3.Connection):
+                value.close()
+        tb = tb.tb_next
+    traceback.clear_frames(exc.__traceback__)
+
+
+def _opening_failed(config: Config, exc: Exception) -> Exception:
+    """A damaged index is a ConfigError; a storage fault is re-raised for `_storage_guard`,
+    which names what was not done. Either way the connections opened on the way are closed."""
+    _close_failed_connections(exc)
+    if storage_fault(exc, config.data_dir):
+        return exc
+    return ConfigError(
+        f"index {config.db_path} cannot be opened: {exc}",
+        "move the file away and run sync_kb to rebuild it",
+    )
+
+
 def _read_conn(config: Config) -> sqlite3.Connection:
+    """A connection for reading; read-only (no WAL or job writes) when the data dir is."""
     _require_config(config)
     if not config.db_path.exists():
         raise IndexMissing("nothing is indexed yet", "run sync_kb (or `rag_server.py sync`) first")
+    read_only = read_only_reason(config)
     try:
-        conn = connect(config.db_path)
+        conn = _connect_for_reading(config, read_only)
+        conn.execute(f"PRAGMA busy_timeout = {config.busy_timeout_ms}")
         version = schema_version(conn)
     except sqlite3.DatabaseError as exc:
-        raise ConfigError(
-            f"index {config.db_path} cannot be opened: {exc}",
-            "move the file away and run sync_kb to rebuild it",
-        ) from exc
+        failure = _opening_failed(config, exc)
+        raise failure from (None if failure is exc else exc)
     if version != SCHEMA_VERSION:
         conn.close()
         if version == 0:
             raise IndexMissing("nothing is indexed yet", "run sync_kb first")
-        return _write_conn(config)  # migrates forward
+        if read_only:
+            raise read_only_error(
+                f"the index has schema {version} (this program reads {SCHEMA_VERSION})",
+                read_only,
+            )
+        return _write_conn(config, "upgrading the index")
     return conn
 
 
-def _write_conn(config: Config) -> sqlite3.Connection:
+def _write_conn(config: Config, action: str) -> sqlite3.Connection:
+    """A connection that may write (created and migrated if needed), or a typed refusal."""
     _require_config(config)
+    reason = read_only_reason(config)
+    if reason:
+        raise read_only_error(action, reason)
     try:
-        return open_index(config.db_path)
-    except (sqlite3.DatabaseError, RuntimeError) as exc:
-        raise ConfigError(
-            f"index {config.db_path} cannot be opened: {exc}",
-            "move the file away and run sync_kb to rebuild it",
-        ) from exc
+        config.db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = connect(config.db_path)
+        conn.execute(f"PRAGMA busy_timeout = {config.busy_timeout_ms}")
+        migrate(conn)
+        return conn
+    except (sqlite3.DatabaseError, RuntimeError, OSError) as exc:
+        failure = _opening_failed(config, exc)
+        raise failure from (None if failure is exc else exc)
+
+
+def _active_job(config: Config) -> tuple[str | None, str | None]:
+    """(id, current file) of the newest active job, read without waiting for the writer."""
+    try:
+        conn = _open_read_only(config)
+    except sqlite3.Error:
+        return None, None
+    try:
+        row = conn.execute(
+            f"SELECT id, current_file FROM jobs WHERE state IN "
+            f"({','.join('?' * len(rag_jobs.ACTIVE_STATES))}) ORDER BY created_at DESC LIMIT 1",
+            rag_jobs.ACTIVE_STATES,
+        ).fetchone()
+    except sqlite3.Error:
+        return None, None
+    finally:
+        conn.close()
+    return (row["id"], row["current_file"]) if row else (None, None)
+
+
+@contextmanager
+def _storage_guard(config: Config, action: str) -> Iterator[None]:
+    """Raw SQLite/OS errors of the data dir (lock held past the busy timeout, disk full,
+    read-only) become typed errors that say what was not done and how to fix it."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        _close_failed_connections(exc)
+        fault = storage_fault(exc, config.data_dir)
+        if fault == "busy":
+            raise index_busy_error(action, config.busy_timeout_s, *_active_job(config)) from exc
+        if fault == "full":
+            raise disk_full_error(action, config.data_dir) from exc
+        if fault == "read_only":
+            reason = read_only_reason(config) or f"{config.db_path} cannot be written ({exc})"
+            raise read_only_error(action, reason) from exc
+        raise
 
 
 # -- search ------------------------------------------------------------------------------------
@@ -227,6 +392,30 @@ def search(
             raise InvalidArgument(
                 f"unknown channel(s) {unknown}", f"use {sorted(rag_search.LEXICAL_CHANNELS)}"
             )
+    with _storage_guard(config, "rag_search"):
+        result = _search(config, query, top_k, mode, filters, channels, warnings)
+    if warnings:
+        result = SearchResult(
+            query=result.query,
+            mode=result.mode,
+            hits=result.hits,
+            sections=result.sections,
+            elapsed_ms=result.elapsed_ms,
+            warnings=[*result.warnings, *warnings],
+            channels_used=result.channels_used,
+        )
+    return result
+
+
+def _search(
+    config: Config,
+    query: str,
+    top_k: int,
+    mode: str,
+    filters: rag_search.Filters,
+    channels: Sequence[str] | None,
+    warnings: list[str],
+) -> SearchResult:
     conn = _read_conn(config)
     try:
         semantic_hits = None
@@ -246,20 +435,9 @@ def search(
             knowledge_dir=config.knowledge_dir,
             semantic=semantic_hits,
         )
-        result = rag_search.search(conn, query, options)
+        return rag_search.search(conn, query, options)
     finally:
         conn.close()
-    if warnings:
-        result = SearchResult(
-            query=result.query,
-            mode=result.mode,
-            hits=result.hits,
-            sections=result.sections,
-            elapsed_ms=result.elapsed_ms,
-            warnings=[*result.warnings, *warnings],
-            channels_used=result.channels_used,
-        )
-    return result
 
 
 # -- semantic channel -------------------------------------------------------------------------
@@ -288,7 +466,10 @@ def _semantic_candidates(
     if state.state not in ("ready", "stale"):
         return None, f"semantic search {state.state}: {state.hint}"
     model_dir = light["model_dir"]
+    # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
     log_path = config.logs_dir / "semantic-query.log"
+    if read_only_reason(config):
+        log_path = Path(os.devnull)
     try:
         with _warm_lock:
             worker = _warm_workers.get(model_dir)
@@ -308,6 +489,8 @@ def _semantic_candidates(
             )
     except (rag_semantic.SemanticError, ModelError) as exc:
         return None, f"semantic search failed: {exc} (hint: {exc.hint})"
+    except OSError as exc:  # e.g. the model-hash cache cannot be saved on a read-only data dir
+        return None, f"semantic search failed: {exc} (hint: check the data dir {config.data_dir})"
     return hits, None
 
 
@@ -366,7 +549,12 @@ def start_sync(config: Config, path: str | None = None) -> JobView:
             raise InvalidArgument(str(exc), exc.hint) from exc
         if not target.is_dir():
             raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
-    conn = _write_conn(config)
+    with _storage_guard(config, "sync_kb did not start"):
+        return _start_sync(config, scope)
+
+
+def _start_sync(config: Config, scope: str) -> JobView:
+    conn = _write_conn(config, "sync_kb")
     try:
         job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
         if not already:
@@ -383,17 +571,29 @@ def start_sync(config: Config, path: str | None = None) -> JobView:
         conn.close()
 
 
-def _job_or_latest(conn: sqlite3.Connection, config: Config, job_id: str | None) -> JobView:
-    # Reconciling needs a write transaction; it is tiny and only runs when a job is active.
+def _reconcile(conn: sqlite3.Connection, config: Config, *, required: bool) -> None:
+    """Mark active jobs whose worker died as failed. Needs a write transaction: it is tiny and
+    only runs when a job may be dead. A status read (`required=False`) answers anyway when the
+    data dir is read-only or another process holds the lock; a cancel does not."""
     active = conn.execute(
         "SELECT 1 FROM jobs WHERE state IN ('queued','running','cancelling') LIMIT 1"
     ).fetchone()
-    if active and rag_jobs.reconcile_needed(conn, config.lock_path):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+    if not active or not rag_jobs.reconcile_needed(conn, config.lock_path):
+        return
+    if not required and read_only_reason(config):
+        return
+    try:
+        with write_transaction(conn):
             rag_jobs.reconcile_dead_jobs(conn, config.lock_path)
-        finally:
-            conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        if required or storage_fault(exc) not in ("busy", "full", "read_only"):
+            raise
+
+
+def _job_or_latest(
+    conn: sqlite3.Connection, config: Config, job_id: str | None, *, for_write: bool = False
+) -> JobView:
+    _reconcile(conn, config, required=for_write)
     if job_id is not None:
         _require_unicode(job_id, "job_id")
     jid = job_id or rag_jobs.latest_job_id(conn)
@@ -405,42 +605,66 @@ def _job_or_latest(conn: sqlite3.Connection, config: Config, job_id: str | None)
         raise NotFound(
             f"unknown job id {shown!r}", "call sync_status without job_id for the latest"
         )
-    return rag_jobs.job_view(conn, row)
+    return _with_failure_hint(config, rag_jobs.job_view(conn, row))
+
+
+def _with_failure_hint(config: Config, view: JobView) -> JobView:
+    """A job that failed on a full disk or a read-only data dir says how to fix it."""
+    if view.state != "failed" or not view.message or "hint:" in view.message:
+        return view
+    fault = fault_in_message(view.message)
+    if fault == "full":
+        free = human_bytes(free_bytes(config.data_dir))
+        hint = f"free space on {config.data_dir} ({free} free), then run sync_kb again"
+    elif fault == "read_only":
+        hint = f"the data dir {config.data_dir} became read-only; pass a writable --data-dir"
+    else:
+        return view
+    return replace(view, message=f"{view.message} — hint: {hint}")
 
 
 def sync_status(config: Config, job_id: str | None = None) -> JobView:
-    conn = _read_conn(config)
-    try:
-        return _job_or_latest(conn, config, job_id)
-    finally:
-        conn.close()
+    with _storage_guard(config, "sync_status"):
+        conn = _read_conn(config)
+        try:
+            return _job_or_latest(conn, config, job_id)
+        finally:
+            conn.close()
 
 
 def cancel_sync(config: Config, job_id: str) -> JobView:
-    conn = _read_conn(config)
-    try:
-        view = _job_or_latest(conn, config, job_id)
-        if view.state in rag_jobs.ACTIVE_STATES:
-            rag_jobs.request_cancel(conn, view.job_id)
-            view = _job_or_latest(conn, config, view.job_id)
-        return view
-    finally:
-        conn.close()
+    """Flag the job for cancel; when the flag cannot be written the error says it was not."""
+    _require_unicode(job_id, "job_id")
+    shown = job_id if len(job_id) <= 64 else job_id[:64] + "…"
+    if not config.db_path.exists():
+        _require_config(config)
+        raise IndexMissing("nothing is indexed yet", "run sync_kb (or `rag_server.py sync`) first")
+    with _storage_guard(config, f"cancel of job {shown} was NOT recorded"):
+        conn = _write_conn(config, f"cancel_sync (job {shown} was NOT cancelled)")
+        try:
+            view = _job_or_latest(conn, config, job_id, for_write=True)
+            if view.state in rag_jobs.ACTIVE_STATES:
+                rag_jobs.request_cancel(conn, view.job_id)
+                view = _job_or_latest(conn, config, view.job_id, for_write=True)
+            return view
+        finally:
+            conn.close()
 
 
 def list_jobs(config: Config, limit: int = 20) -> list[JobView]:
     if not 1 <= limit <= 500:
         raise InvalidArgument("limit must be between 1 and 500")
-    conn = _read_conn(config)
-    try:
-        views = []
-        for jid in rag_jobs.recent_job_ids(conn, limit):
-            row = rag_jobs.load_job(conn, jid)
-            if row is not None:
-                views.append(rag_jobs.job_view(conn, row))
-        return views
-    finally:
-        conn.close()
+    with _storage_guard(config, "listing jobs"):
+        conn = _read_conn(config)
+        try:
+            views = []
+            for jid in rag_jobs.recent_job_ids(conn, limit):
+                row = rag_jobs.load_job(conn, jid)
+                if row is not None:
+                    views.append(_with_failure_hint(config, rag_jobs.job_view(conn, row)))
+            return views
+        finally:
+            conn.close()
 
 
 def wait_for_job(
@@ -538,19 +762,36 @@ def health(config: Config) -> dict[str, Any]:
         "supported_formats": sorted(s.lstrip(".") for s in extractors.SUPPORTED_SUFFIXES),
         "problems": problems,
         "warnings": [],
+        "read_only": None,
+        "disk": {},
     }
+    read_only = None if problems else read_only_reason(config)
+    report["read_only"] = read_only
+    if read_only and not config.read_only:  # the --read-only switch is a choice, not a fault
+        report["warnings"].append(
+            f"data dir is read-only ({read_only}): searches work; sync_kb and cancel_sync "
+            "are refused until it is writable"
+        )
     if not problems and config.db_path.exists():
         try:
-            conn = connect(config.db_path)
+            conn = _connect_for_reading(config, read_only)
             try:
+                conn.execute(f"PRAGMA busy_timeout = {config.busy_timeout_ms}")
                 _fill_index_stats(conn, config, report)
                 report["semantic"] = _safe(lambda: semantic_state(config, conn))
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
-            problems.append(f"index {config.db_path} cannot be read ({exc}): move it away and sync")
+            _close_failed_connections(exc)
+            if storage_fault(exc) == "busy":
+                report["warnings"].append(f"index is busy ({exc}): retry in a few seconds")
+            else:
+                problems.append(
+                    f"index {config.db_path} cannot be read ({exc}): move it away and sync"
+                )
     elif not problems:
         report["warnings"].append("nothing is indexed yet: run sync_kb")
+    _fill_disk_state(config, report)
     if not report["semantic"]:
         report["semantic"] = _safe(lambda: semantic_state(config))
     if report["semantic"].get("state") not in ("ready", "off"):
@@ -562,6 +803,28 @@ def health(config: Config) -> dict[str, Any]:
     elif report["warnings"]:
         report["status"] = "degraded"
     return report
+
+
+def _fill_disk_state(config: Config, report: dict[str, Any]) -> None:
+    """Free space of the data dir, a warning below LOW_FREE_SPACE_BYTES, and the fix when the
+    last sync failed on a full disk."""
+    free = free_bytes(config.data_dir)
+    report["disk"] = {
+        "data_dir_free_bytes": free,
+        "low_free_space_bytes": LOW_FREE_SPACE_BYTES,
+    }
+    where = f"{config.data_dir} ({human_bytes(free)} free)"
+    last = report.get("last_job") or {}
+    if last.get("state") == "failed" and fault_in_message(last.get("message") or "") == "full":
+        report["warnings"].append(
+            f"the last sync (job {last.get('job_id')}) failed because the disk is full: "
+            f"free space on {where} (or pass a --data-dir on a larger disk), then run sync_kb"
+        )
+    elif free is not None and free < LOW_FREE_SPACE_BYTES:
+        report["warnings"].append(
+            f"low free space on {where}, below {human_bytes(LOW_FREE_SPACE_BYTES)}: "
+            "a sync may fill the disk; free space or pass a --data-dir on a larger disk"
+        )
 
 
 def _safe(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -600,7 +863,7 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
     if jid:
         row = rag_jobs.load_job(conn, jid)
         if row is not None:
-            view = rag_jobs.job_view(conn, row)
+            view = _with_failure_hint(config, rag_jobs.job_view(conn, row))
             report["last_job"] = {
                 k: view.to_dict()[k]
                 for k in (
@@ -644,23 +907,21 @@ def list_documents(
         prefix = normalize_user_path(path_prefix) if path_prefix else ""
     except PathRejected as exc:
         raise InvalidArgument(str(exc), exc.hint) from exc
-    conn = _read_conn(config)
-    try:
-        return rag_documents.list_documents(
-            conn,
-            config.knowledge_dir,
-            rag_documents.ListQuery(
-                path_prefix=prefix,
-                status=status,
-                contains=(contains or "").strip(),
-                sort=sort,
-                descending=descending,
-                limit=limit,
-                offset=offset,
-            ),
-        )
-    finally:
-        conn.close()
+    query = rag_documents.ListQuery(
+        path_prefix=prefix,
+        status=status,
+        contains=(contains or "").strip(),
+        sort=sort,
+        descending=descending,
+        limit=limit,
+        offset=offset,
+    )
+    with _storage_guard(config, "rag_list"):
+        conn = _read_conn(config)
+        try:
+            return rag_documents.list_documents(conn, config.knowledge_dir, query)
+        finally:
+            conn.close()
 
 
 def read_document(
@@ -695,22 +956,25 @@ def read_document(
             raise InvalidArgument(f"location {key!r} must be text, got {value!r}")
         if isinstance(value, str):
             _require_unicode(value, f"location {key!r}")
-    conn = _read_conn(config)
-    try:
-        doc = rag_documents.find_document(conn, rel)
-        if doc is None:
-            raise NotFound(f"{rel!r} is not indexed", "use rag_list or rag_search to find paths")
-        result = rag_documents.read_sections(
-            conn,
-            doc,
-            section_id=section_id,
-            location=location,
-            before=before,
-            after=after,
-            offset=offset,
-        )
-    finally:
-        conn.close()
+    with _storage_guard(config, "rag_read"):
+        conn = _read_conn(config)
+        try:
+            doc = rag_documents.find_document(conn, rel)
+            if doc is None:
+                raise NotFound(
+                    f"{rel!r} is not indexed", "use rag_list or rag_search to find paths"
+                )
+            result = rag_documents.read_sections(
+                conn,
+                doc,
+                section_id=section_id,
+                location=location,
+                before=before,
+                after=after,
+                offset=offset,
+            )
+        finally:
+            conn.close()
     if not result["found"]:
         raise NotFound(
             f"no section of {rel!r} matches {section_id or location}",

@@ -1,7 +1,8 @@
 """EPUB (zipfile + lxml): chapters in spine order, each read by the HTML extractor.
 
 The heading path starts with the chapter's table-of-contents title (EPUB 3 nav or EPUB 2 NCX),
-so a hit reads "Chapter 3 > Section heading".
+so a hit reads "Chapter 3 > Section heading". Entities are never expanded: XML is parsed with
+resolve_entities=False and no network, chapters by the HTML extractor (DOCTYPE subsets skipped).
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def _toc_titles(
                 nav_base = posixpath.dirname(member)
                 for link in root.iter("{http://www.w3.org/1999/xhtml}a"):
                     href = link.get("href")
-                    text = collapse_spaces("".join(link.itertext()))
+                    text = _plain_text(link)
                     if href and text:
                         titles.setdefault(_join(nav_base, href), text)
     spine = opf.find("opf:spine", NS)
@@ -148,10 +149,16 @@ def _toc_titles(
                 label = point.find("ncx:navLabel/ncx:text", NS)
                 content = point.find("ncx:content", NS)
                 if label is not None and content is not None and content.get("src"):
-                    text = collapse_spaces(label.text or "")
+                    text = _plain_text(label)
                     if text:
                         titles.setdefault(_join(ncx_base, content.get("src") or ""), text)
     return titles
+
+
+def _plain_text(element: etree._Element) -> str:
+    """The element's text nodes only: an entity reference (kept unexpanded by _SAFE_PARSER, so
+    no file is read) would otherwise show as "&name;"."""
+    return collapse_spaces("".join(element.xpath(".//text()")))
 
 
 def _try_parse(archive: zipfile.ZipFile, member: str) -> etree._Element | None:

@@ -2,10 +2,15 @@
 
 Page chrome (script, style, nav, header, footer, noscript, template) is dropped; inline base64
 images are stripped while streaming and their alt text kept. Also used per chapter by EPUB.
+
+A DOCTYPE internal subset (`<!DOCTYPE html [ <!ENTITY x "..."> ]>`) is skipped whole; entities
+are never expanded (no external files, no entity bombs) and references to the ones it declares
+are dropped from the text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -34,6 +39,40 @@ BLOCK_TAGS = frozenset(
 )  # fmt: skip
 HEADING_TAGS = {f"h{n}": n for n in range(1, 7)}
 CELL_TAGS = frozenset({"td", "th"})
+# A real internal subset declares a few entities; past this a missing "]>" is taken as a stray
+# "[" and the DOCTYPE ends at its first ">" (the parser would otherwise buffer the whole file).
+MAX_INTERNAL_SUBSET_CHARS = 64 * 1024
+_ENTITY_DECL = re.compile(r"<!ENTITY\s+([^\s%\"'>]+)")
+
+
+_DOCTYPE_MARKS = re.compile(r"[\"'\[\]>]|<!--")
+
+
+def doctype_end(text: str, start: int) -> tuple[int, str] | None:
+    """(index after the DOCTYPE at `start`, its internal subset or ''), or None when the text
+    ends inside it. Quoted strings and comments may hold "]" and ">"."""
+    i, subset_start = start + len("<!doctype"), -1
+    while i - start <= MAX_INTERNAL_SUBSET_CHARS:
+        mark = _DOCTYPE_MARKS.search(text, i)
+        if mark is None:
+            break
+        token, i = mark.group(), mark.end()
+        if token in ("'", '"') or token == "<!--":
+            close = text.find("-->" if token == "<!--" else token, i)
+            if close < 0:
+                break
+            i = close + (3 if token == "<!--" else 1)
+        elif token == "[" and subset_start < 0:
+            subset_start = i
+        elif token == "]" and subset_start >= 0:
+            gt = text.find(">", i)
+            return (gt + 1, text[subset_start : i - 1]) if gt >= 0 else None
+        elif token == ">" and subset_start < 0:
+            return i, ""
+    if len(text) - start > MAX_INTERNAL_SUBSET_CHARS:  # no end in sight: not a real subset
+        gt = text.find(">", start)
+        return (gt + 1, "") if gt >= 0 else None
+    return None
 
 
 class _Table:
@@ -70,6 +109,8 @@ class _HtmlBlocks(HTMLParser):
         self.nested_tables = 0
         self.line_buf: list[str] = []
         self.line_buf_start: int | None = None
+        self.declared_entities: re.Pattern[str] | None = None
+        self.closing = False
 
     # -- locations -------------------------------------------------------------------------
     def path(self) -> tuple[str, ...]:
@@ -193,7 +234,29 @@ class _HtmlBlocks(HTMLParser):
             self.flush_paragraph()
 
     def handle_data(self, data: str) -> None:
+        if self.declared_entities is not None:
+            data = self.declared_entities.sub("", data)
         self.add_text(data)
+
+    def parse_html_declaration(self, i: int) -> int:
+        """html.parser ends a DOCTYPE at its first ">", inside an internal subset, and shows
+        the rest ("]>", entity text) as page text: skip the subset whole instead."""
+        rawdata = self.rawdata
+        if rawdata[i : i + 9].lower() != "<!doctype":
+            return super().parse_html_declaration(i)
+        found = doctype_end(rawdata, i)
+        if found is None and not self.closing:
+            return -1  # wait for more text
+        if found is None:  # the file ends inside it: not a real subset, or a cut-off one
+            gt = rawdata.find(">", i)
+            found = (gt + 1 if gt >= 0 else len(rawdata)), ""
+        end, subset = found
+        names = _ENTITY_DECL.findall(subset)
+        if names:
+            alternatives = "|".join(re.escape(n) for n in dict.fromkeys(names))
+            self.declared_entities = re.compile(f"&(?:{alternatives});")
+        self.handle_decl(rawdata[i + 2 : end - 1])
+        return end
 
     # -- tables ----------------------------------------------------------------------------
     def start_table(self) -> None:
@@ -259,6 +322,7 @@ class _HtmlBlocks(HTMLParser):
         )
 
     def finish(self) -> None:
+        self.closing = True
         self.close()
         while self.tables:
             self.end_table()

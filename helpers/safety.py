@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 # Names that usually hold secrets; such files are never indexed, even when the user points the
-# server at a home folder. Matched case-insensitively against every path component.
+# server at a home folder. Matched case-insensitively against every path component, together
+# with the word rule below (`is_secret_store_name`).
 SENSITIVE_NAME_PATTERNS: tuple[str, ...] = (
     ".env",
     ".env.*",
@@ -21,7 +23,15 @@ SENSITIVE_NAME_PATTERNS: tuple[str, ...] = (
     "*.pfx",
     "*.jks",
     "*.keystore",
-    "*.kdbx",
+    "*.kdbx",  # KeePass
+    "*.kdb",
+    "*.keychain",  # macOS keychains
+    "*.keychain-db",
+    "*.psafe3",  # Password Safe
+    "*.1pif",  # 1Password export
+    "*.opvault",
+    "*.agilekeychain",
+    "*.jceks",
     "*.gpg",
     "*.asc",
     "id_rsa*",
@@ -36,6 +46,11 @@ SENSITIVE_NAME_PATTERNS: tuple[str, ...] = (
     ".pgpass",
     ".npmrc",
     ".pypirc",
+    ".git-credentials",
+    ".dockercfg",
+    ".s3cfg",
+    ".boto",
+    "*.tfvars",  # Terraform variables: provider keys and passwords
     "credentials",
     "credentials.*",
     "*credentials*.json",
@@ -48,6 +63,72 @@ SENSITIVE_NAME_PATTERNS: tuple[str, ...] = (
     "shadow",
 )
 SENSITIVE_DIR_NAMES = frozenset({".ssh", ".gnupg", ".aws", ".azure", ".kube", ".git", ".docker"})
+
+# The word rule: a name is a secret store when its words (split at spaces, punctuation, digits
+# and camelCase; case-insensitive) hold a secret word and nothing but qualifiers and numbers:
+# "Passwords 2024.xlsx", "secret.txt", "github-token.json", "myPasswords.docx", "api_keys.txt".
+# A name with any other word is a document ABOUT secrets and is indexed: "password-policy.md",
+# "how to rotate tokens.pdf", "secret-santa.docx", "password reset guide.pdf".
+SECRET_WORDS = frozenset(
+    {
+        "password", "passwords", "passwd", "passwds", "pwd", "pwds", "passphrase",
+        "passphrases", "passcode", "passcodes", "secret", "secrets",
+        "credential", "credentials", "creds", "token", "tokens", "apikey", "apikeys",
+        "пароль", "пароли", "паролей", "секреты",  # Russian: password(s), secrets
+        "รหัสผ่าน",  # Thai: password
+    }
+)  # fmt: skip
+# "keys"/"codes" alone name keyboard shortcuts or source code; beside one of these kinds they
+# are secrets ("api keys", "recovery codes", "PIN codes").
+KEY_WORDS = frozenset({"key", "keys", "code", "codes"})
+KEY_KINDS = frozenset(
+    {
+        "api", "private", "ssh", "access", "signing", "encryption", "recovery", "master",
+        "license", "backup", "pin", "pins",
+    }
+)  # fmt: skip
+# Words that may stand beside a secret word without making the name a topic: whose, where,
+# which service, which copy.
+SECRET_QUALIFIERS = frozenset(
+    {
+        "my", "our", "all", "team", "shared", "personal", "work", "home", "family", "old", "new",
+        "backup", "bak", "copy", "orig", "list", "final", "master", "current", "latest",
+        "api", "access", "auth", "oauth", "client", "service", "account", "accounts", "user",
+        "users", "admin", "root", "login", "logins", "db", "database", "prod", "production",
+        "staging", "dev", "test", "local", "aws", "gcp", "azure", "github", "gitlab", "npm",
+        "pypi", "docker", "slack", "wifi", "bank", "app", "apps", "web", "site", "vault",
+        "store", "file", "export", "v", *KEY_KINDS,
+    }
+)  # fmt: skip
+# ASCII words split at camelCase; other scripts by runs (Thai vowel marks are not \w).
+_WORD_PIECES = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[^\x00-\x7F\u00A0-\u00BF\u2000-\u206F]+")
+
+
+def name_words(name: str) -> list[str]:
+    """Lower-case words of a file or folder name without its last suffix (digits dropped);
+    a word glued from two known words ("MYPASSWORDS", "wifipassword") is split in two."""
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    return [part for w in _WORD_PIECES.findall(stem) for part in _unglue(w.lower())]
+
+
+_KNOWN_WORDS = SECRET_WORDS | KEY_WORDS | KEY_KINDS | SECRET_QUALIFIERS
+
+
+def _unglue(word: str) -> list[str]:
+    if word not in _KNOWN_WORDS:
+        for i in range(1, len(word)):
+            if word[:i] in _KNOWN_WORDS and word[i:] in _KNOWN_WORDS:
+                return [word[:i], word[i:]]
+    return [word]
+
+
+def is_secret_store_name(name: str) -> bool:
+    """The word rule above: secret words plus only qualifiers (numbers are dropped)."""
+    words = name_words(name)
+    secret = {w for w in words if w in SECRET_WORDS}
+    if KEY_KINDS.intersection(words):
+        secret |= KEY_WORDS.intersection(words)
+    return bool(secret) and all(w in secret or w in SECRET_QUALIFIERS for w in words)
 
 
 class PathRejected(ValueError):
@@ -78,7 +159,9 @@ def is_sensitive_name(name: str) -> bool:
     lower = name.lower()
     if lower in SENSITIVE_DIR_NAMES:
         return True
-    return any(fnmatch.fnmatchcase(lower, pattern) for pattern in SENSITIVE_NAME_PATTERNS)
+    if any(fnmatch.fnmatchcase(lower, pattern) for pattern in SENSITIVE_NAME_PATTERNS):
+        return True
+    return is_secret_store_name(name)
 
 
 def rel_path_problem(rel_path: str) -> str | None:
@@ -140,8 +223,8 @@ def walk_files(
 ) -> Iterator[FileEntry | SkippedEntry]:
     """Regular files with a supported suffix, depth-first in sorted order (deterministic).
 
-    Never follows symlinks (files or folders), skips hidden and sensitive names silently for
-    folders and with a reason for files, and refuses non-UTF-8 names (they cannot be stored).
+    Never follows symlinks (files or folders), skips hidden names silently and sensitive names
+    with a reason, and refuses non-UTF-8 names (they cannot be stored).
     """
     root = knowledge_dir.resolve()
     start = root / scope if scope else root
@@ -175,7 +258,10 @@ def walk_files(
                 yield SkippedEntry(rel, f"cannot stat: {exc.strerror or exc}")
                 continue
             if stat.S_ISDIR(st.st_mode):
-                subdirs.append(Path(entry.path))
+                if is_sensitive_name(name):  # rel_path_problem refuses its files on rag_read too
+                    yield SkippedEntry(rel, "sensitive-looking folder name: never indexed")
+                else:
+                    subdirs.append(Path(entry.path))
                 continue
             supported = Path(name).suffix.lower() in suffixes
             if stat.S_ISLNK(st.st_mode):  # never followed: it could point anywhere

@@ -14,6 +14,7 @@ from helpers.safety import (
     PathRejected,
     SkippedEntry,
     in_scope,
+    is_sensitive_name,
     normalize_user_path,
     resolve_inside,
     walk_files,
@@ -95,3 +96,84 @@ def test_sync_of_a_sub_folder_stays_inside_it(config: Config, knowledge: Path):
         rag_service.start_sync(config, "../")
     with pytest.raises(rag_service.RagError):
         rag_service.start_sync(config, "a/one.md")  # not a folder
+
+
+SECRET_STORES = [
+    "secret.txt",
+    "secrets.yaml",
+    "passwords.xlsx",
+    "Passwords 2024.xlsx",
+    "password.txt",
+    "credentials.json",
+    "token.json",
+    "github-token.txt",
+    "myPasswords.docx",
+    "API_Keys.txt",
+    "recovery codes.txt",
+    "wifi password.md",
+    "vault.kdbx",
+    "id_ed25519",
+    ".npmrc",
+    ".pypirc",
+    ".netrc",
+    ".git-credentials",
+    "client.p12",
+    "server.pfx",
+    "prod.tfvars",
+    "пароли 2024.xlsx",
+    "รหัสผ่าน.xlsx",
+]
+ABOUT_SECRETS = [
+    "password-policy.md",
+    "Password Policy 2024.docx",
+    "password reset guide.pdf",
+    "how to rotate tokens.md",
+    "secret-santa.docx",
+    "Secret plan.md",
+    "keys.md",
+    "source code.md",
+    "Tokenizer notes.md",
+    "project-secret",
+]
+
+
+@pytest.mark.parametrize("name", SECRET_STORES)
+def test_secret_store_names_are_sensitive_in_any_case(name: str):
+    assert is_sensitive_name(name) and is_sensitive_name(name.upper())
+    with pytest.raises(PathRejected):
+        normalize_user_path(f"docs/{name}")
+
+
+@pytest.mark.parametrize("name", ABOUT_SECRETS)
+def test_documents_about_secrets_are_not_taken_for_secret_stores(name: str):
+    assert not is_sensitive_name(name)
+    assert normalize_user_path(f"docs/{name}") == f"docs/{name}"
+
+
+def test_secret_store_files_and_folders_are_never_indexed_but_policies_are(
+    config: Config, knowledge: Path
+):
+    from openpyxl import Workbook
+
+    book = Workbook()
+    book.active.append(["site", "login", "password"])
+    book.active.append(["bank", "me", "zebra-omega-hunter2"])
+    book.save(knowledge / "Passwords 2024.xlsx")
+    (knowledge / "secret.txt").write_text("zebra-omega vault phrase\n", encoding="utf-8")
+    (knowledge / "token.json").write_text('{"token": "zebra-omega"}', encoding="utf-8")
+    (knowledge / "Secrets").mkdir()
+    (knowledge / "Secrets" / "notes.md").write_text("# N\n\nzebra-omega notes\n")
+    (knowledge / "password-policy.md").write_text(
+        "# Password policy\n\nNever write a password such as zebra-omega in a file.\n"
+    )
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    assert view.state == "succeeded"
+    assert [i["path"] for i in rag_service.list_documents(config)["items"]] == [
+        "password-policy.md"
+    ]
+    skipped = {e["path"]: e["message"] for e in view.errors}
+    assert {"Passwords 2024.xlsx", "secret.txt", "token.json", "Secrets"} <= set(skipped)
+    hits = rag_service.search(config, "zebra-omega", mode="lexical").hits
+    assert [h.path for h in hits] == ["password-policy.md"]
+    with pytest.raises(rag_service.RagError):
+        rag_service.read_document(config, "Passwords 2024.xlsx")
