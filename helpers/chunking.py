@@ -7,29 +7,27 @@ carrying its heading breadcrumb so a child still says what it is about.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from helpers import thai
 from helpers.blocks import BlockKind, Location, TextBlock
+from helpers.token_estimate import estimate_tokens
 
 # Bump when the output of this module changes: documents indexed with another scheme are stale
-# and the next sync re-extracts them.
-CHUNK_SCHEME = 2
+# and the next sync re-extracts them. 3: token estimate per character run (code identifiers,
+# paths, hex and base64 no longer overflow the encoder window).
+CHUNK_SCHEME = 3
 PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
 CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
 CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole in one child
 BREADCRUMB_MAX_SHARE = 1 / 3  # longer breadcrumbs are elided from the middle
+TABLE_HEADER_MAX_SHARE = 1 / 2  # a longer header is cut in children so rows keep some room
 CODE_BLOCK_MAX_CHARS = 2000  # fenced code up to this stays one piece; longer is split by lines
 
 _WORD = re.compile(r"\S+\s*|\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_THAI_CHAR = re.compile("[\u0e00-\u0e7f]")
-_PUNCT = re.compile(r"[^\w\s]|_")
-_DIGIT = re.compile(r"\d")
-_CJK_CHAR = re.compile("[\u3040-\u9fff\uac00-\ud7af]")
 
 
 @dataclass(frozen=True)
@@ -45,29 +43,6 @@ class Section:
     location: Location
     children: tuple[Child, ...]
     ocr: bool = False
-
-
-def estimate_tokens(text: str) -> int:
-    """Upper estimate of XLM-R SentencePiece tokens (never low, so children never overflow).
-
-    Calibrated against the real tokenizer (bench/bench_chunks.py): one token per word, one per
-    punctuation mark, and one per four English / three other letters (two for words in
-    capitals) over-counts English, Russian and man-page text; a Thai token covers about two
-    characters, a CJK one a character.
-    """
-    words = text.split()
-    total = len(words) + len(_PUNCT.findall(text))
-    for word in words:
-        if word.isascii():
-            # Numbers, hex and capitals split into short pieces; plain words into long ones.
-            total += len(word) // (2 if word.isupper() or _DIGIT.search(word) else 4)
-            continue
-        thai_chars = len(_THAI_CHAR.findall(word))
-        cjk = len(_CJK_CHAR.findall(word))
-        other = len(word) - thai_chars - cjk
-        # Cyrillic and other alphabets split finer than English; capitals much finer.
-        total += math.ceil(thai_chars / 2) + cjk + other // (2 if word.isupper() else 3)
-    return total
 
 
 def build_sections(blocks: Iterable[TextBlock]) -> Iterator[Section]:
@@ -204,36 +179,55 @@ def _make_children(pieces: list[TextBlock], location: Location, ocr: bool) -> It
 
 
 def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool) -> Iterator[Child]:
+    budget = CHILD_MAX_TOKENS - estimate_tokens(crumb)
+    header_limit = int(CHILD_MAX_TOKENS * TABLE_HEADER_MAX_SHARE)
     atoms: list[tuple[str, int, TextBlock]] = []  # (text, tokens, source block)
     for block in pieces:
+        if block.kind == BlockKind.TABLE_ROW and block.table_header:
+            fitted = _fit_header(block.table_header, header_limit)
+            block = block if fitted == block.table_header else replace(block, table_header=fitted)
         atomic = block.kind == BlockKind.TABLE_ROW or (
             block.kind == BlockKind.CODE and len(block.text) <= CODE_BLOCK_MAX_CHARS
         )
         for word in [block.text] if atomic else _word_atoms(block.text):
             atoms.append((word, estimate_tokens(word), block))
-    crumb_tokens = estimate_tokens(crumb)
     window: list[tuple[str, int, TextBlock]] = []
-    used = 0
+    used = 0  # tokens of the window's atoms and of the table headers it shows
+    shown_header: str | None = None  # the header _child last put in the window
     emitted_any = False
     for atom in atoms:
         header = atom[2].table_header if atom[2].kind == BlockKind.TABLE_ROW else None
-        budget = CHILD_MAX_TOKENS - crumb_tokens - (estimate_tokens(header) if header else 0)
-        if window and used + atom[1] > budget:
+        header_tokens = estimate_tokens(header) if header else 0
+        cost = atom[1] + (header_tokens if header != shown_header else 0)
+        if window and used + cost > budget:
             yield _child(window, crumb, location, ocr)
             emitted_any = True
-            window = _overlap(window)
+            window = _overlap(window)  # never holds a table row, so no header either
             used = sum(a[1] for a in window)
-            if used + atom[1] > budget:
+            shown_header = None
+            cost = atom[1] + header_tokens
+            if used + cost > budget:
                 window, used = [], 0
-        if atom[1] > budget:  # a single over-long row or word: hard cut to the budget
-            for part in _hard_cut(atom[0], max(budget, 8)):
+        if cost > budget:  # a single over-long row or word: hard cut to the budget
+            for part in _hard_cut(atom[0], max(budget - header_tokens, 8)):
                 yield _child([(part, estimate_tokens(part), atom[2])], crumb, location, ocr)
                 emitted_any = True
             continue
         window.append(atom)
-        used += atom[1]
+        used += cost
+        shown_header = header or shown_header
     if window and (not emitted_any or any(a[1] for a in window)):
         yield _child(window, crumb, location, ocr)
+
+
+def _fit_header(header: str, limit: int) -> str:
+    """A table header within `limit` tokens: its first line, cut after whole words, with '…'."""
+    if estimate_tokens(header) <= limit:
+        return header
+    words = header.splitlines()[0].split()
+    while words and estimate_tokens(" ".join(words) + " …") > limit:
+        words.pop()
+    return " ".join(words + ["…"])
 
 
 def _overlap(window: list[tuple[str, int, TextBlock]]) -> list[tuple[str, int, TextBlock]]:
@@ -260,7 +254,7 @@ def _word_atoms(text: str) -> list[str]:
 def _hard_cut(text: str, budget: int) -> list[str]:
     """Cut a space-less run (base64, long Thai run, a URL) into pieces within the budget."""
     parts: list[str] = []
-    step = budget * 2  # two characters per token is the densest case estimate_tokens knows
+    step = budget * 2  # a first guess, shrunk below until the estimate fits
     for start in range(0, len(text), step):
         piece = text[start : start + step]
         while estimate_tokens(piece) > budget and len(piece) > 1:
