@@ -155,11 +155,16 @@ class SkippedEntry:
     reason: str
 
 
+# All patterns as one compiled alternation: a walk checks every name, and 48 separate fnmatch
+# calls per name were a third of a no-op resync of 10,000 files.
+_SENSITIVE_NAME_RE = re.compile("|".join(fnmatch.translate(p) for p in SENSITIVE_NAME_PATTERNS))
+
+
 def is_sensitive_name(name: str) -> bool:
     lower = name.lower()
     if lower in SENSITIVE_DIR_NAMES:
         return True
-    if any(fnmatch.fnmatchcase(lower, pattern) for pattern in SENSITIVE_NAME_PATTERNS):
+    if _SENSITIVE_NAME_RE.match(lower):
         return True
     return is_secret_store_name(name)
 
@@ -233,20 +238,21 @@ def walk_files(
         # the service validated the argument.
         yield SkippedEntry(scope, "folder is (or passes through) a symbolic link: not followed")
         return
-    stack: list[Path] = [start]
+    # (absolute folder, its '/'-separated path relative to root): plain strings, because Path
+    # objects per entry cost more than the stat calls on a no-op resync.
+    stack: list[tuple[str, str]] = [(str(start), scope.strip("/") if scope else "")]
     while stack:
-        folder = stack.pop()
+        folder, folder_rel = stack.pop()
         try:
             with os.scandir(folder) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            rel = _rel(root, Path(folder))
-            yield SkippedEntry(rel or ".", f"folder not readable: {exc.strerror or exc}")
+            yield SkippedEntry(folder_rel or ".", f"folder not readable: {exc.strerror or exc}")
             continue
-        subdirs: list[Path] = []
+        subdirs: list[tuple[str, str]] = []
         for entry in entries:
             name = entry.name
-            rel = _rel(root, Path(entry.path))
+            rel = f"{folder_rel}/{name}" if folder_rel else name
             if name.startswith(".") or name.lower() in SENSITIVE_DIR_NAMES:
                 continue
             if not _utf8_ok(rel):
@@ -261,9 +267,9 @@ def walk_files(
                 if is_sensitive_name(name):  # rel_path_problem refuses its files on rag_read too
                     yield SkippedEntry(rel, "sensitive-looking folder name: never indexed")
                 else:
-                    subdirs.append(Path(entry.path))
+                    subdirs.append((entry.path, rel))
                 continue
-            supported = Path(name).suffix.lower() in suffixes
+            supported = os.path.splitext(name)[1].lower() in suffixes
             if stat.S_ISLNK(st.st_mode):  # never followed: it could point anywhere
                 yield SkippedEntry(rel, "symbolic link: never followed")
                 continue
@@ -322,10 +328,6 @@ def still_same_file(entry: FileEntry) -> bool:
 
 class FileReplaced(OSError):
     """The file at a planned path is no longer the file the plan saw (swap, link, rename)."""
-
-
-def _rel(root: Path, path: Path) -> str:
-    return path.relative_to(root).as_posix() if path != root else ""
 
 
 def _utf8_ok(text: str) -> bool:
