@@ -13,6 +13,11 @@ SCHEMA_VERSION = 2
 # rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
 # behind a slow batch instead of failing with "database is locked".
 BUSY_TIMEOUT_MS = 30_000
+# Read-only opening, in order: mode=ro reads a live WAL index (it needs the -shm file, or the
+# right to create it); immutable=1 skips locking and the -shm, safe only while nobody writes, so
+# it is tried only when mode=ro cannot open: no -shm exists (no writer is running) and none can
+# be made here (a read-only mount or folder after a clean close).
+READ_ONLY_URI_QUERIES = ("mode=ro", "mode=ro&immutable=1")
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -232,30 +237,76 @@ INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks WHERE ocr = 
 }
 
 
-def connect(db_path: Path, *, readonly: bool = False) -> sqlite3.Connection:
-    """Autocommit connection (explicit BEGIN IMMEDIATE for writes), WAL, foreign keys on."""
+def connect(
+    db_path: Path, *, readonly: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """Autocommit connection (explicit BEGIN IMMEDIATE for writes), WAL, foreign keys on.
+
+    When a PRAGMA fails (a full disk has no room for the WAL, a damaged file) the connection is
+    closed before the error propagates: left to the garbage collector it keeps the index, its
+    WAL and -shm open, and a data dir on a full disk then cannot even be unmounted."""
     if readonly:
         conn = sqlite3.connect(
             f"{db_path.resolve().as_uri()}?mode=ro",
             uri=True,
             isolation_level=None,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_timeout_ms / 1000,
             check_same_thread=False,
         )
     else:
         conn = sqlite3.connect(
             str(db_path),
             isolation_level=None,
-            timeout=BUSY_TIMEOUT_MS / 1000,
+            timeout=busy_timeout_ms / 1000,
             check_same_thread=False,
         )
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    conn.execute("PRAGMA foreign_keys = ON")
-    if not readonly:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
+    with closed_on_error(conn):
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def connect_read_only(
+    db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """A connection that never writes (query_only), opened as READ_ONLY_URI_QUERIES say. The
+    schema is read once before it is returned; a connection that fails is closed."""
+    uri = db_path.resolve().as_uri()
+    last: sqlite3.OperationalError | None = None
+    for query in READ_ONLY_URI_QUERIES:
+        conn = sqlite3.connect(
+            f"{uri}?{query}",
+            uri=True,
+            isolation_level=None,
+            timeout=busy_timeout_ms / 1000,
+            check_same_thread=False,
+        )
+        try:
+            with closed_on_error(conn):
+                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+                conn.execute("PRAGMA query_only = ON")
+        except sqlite3.OperationalError as exc:  # e.g. "unable to open database file" (-shm)
+            last = exc
+            continue
+        return conn
+    assert last is not None
+    raise last
+
+
+@contextmanager
+def closed_on_error(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """Close `conn` when the block fails, then let the error go on."""
+    try:
+        yield conn
+    except BaseException:
+        conn.close()
+        raise
 
 
 @contextmanager
@@ -322,5 +373,6 @@ def open_index(db_path: Path) -> sqlite3.Connection:
     """Open (creating and migrating if needed) the index for reading and writing."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
     conn = connect(db_path)
-    migrate(conn)
+    with closed_on_error(conn):
+        migrate(conn)
     return conn

@@ -132,6 +132,15 @@ class ReadOut(_Out):
     next_offset: int | None = Field(description="pass as offset to continue reading")
 
 
+class DiskOut(_Out):
+    data_dir_free_bytes: int | None = Field(
+        description="free bytes on the data dir's disk, null when unknown"
+    )
+    low_free_space_bytes: int = Field(
+        description="below this, health warns that a sync may fill the disk"
+    )
+
+
 class HealthOut(_Out):
     status: str = Field(description="ok | degraded | error")
     knowledge_dir: str
@@ -149,3 +158,7 @@ class HealthOut(_Out):
     supported_formats: list[str]
     problems: list[str]
     warnings: list[str]
+    read_only: str | None = Field(
+        description="why the index cannot be written (searches still work), or null"
+    )
+    disk: DiskOut

@@ -31,7 +31,16 @@ import rag_service
 from helpers.extractors import SUPPORTED_SUFFIXES
 from helpers.safety import PathRejected, resolve_inside
 from rag_config import REPO_DIR, Config
-from rag_errors import ConfigError, IndexMissing, InvalidArgument, NotFound, RagError
+from rag_errors import (
+    ConfigError,
+    DiskFull,
+    IndexBusy,
+    IndexMissing,
+    InvalidArgument,
+    NotFound,
+    RagError,
+    ReadOnlyDataDir,
+)
 
 UI_DIR = REPO_DIR / "ui"
 PAGE_FILE = UI_DIR / "rag.html"
@@ -107,8 +116,14 @@ ERROR_STATUS: tuple[tuple[type[RagError], HTTPStatus], ...] = (
     (InvalidArgument, HTTPStatus.BAD_REQUEST),
     (NotFound, HTTPStatus.NOT_FOUND),
     (IndexMissing, HTTPStatus.CONFLICT),
+    (ReadOnlyDataDir, HTTPStatus.CONFLICT),  # the request is fine; the data dir's state refuses it
+    (IndexBusy, HTTPStatus.SERVICE_UNAVAILABLE),  # with Retry-After
+    (DiskFull, HTTPStatus.INSUFFICIENT_STORAGE),
     (ConfigError, HTTPStatus.SERVICE_UNAVAILABLE),
 )
+# A writer holds the index lock for one batch of a big document (~1 s; the longest measured wait
+# was 3.4 s, rag_sync_write), so a few seconds later the lock is usually free again.
+INDEX_BUSY_RETRY_AFTER_S = 5
 
 log = logging.getLogger("ragdoc.console")
 
@@ -226,7 +241,7 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         except ApiError as exc:
             self._fail(exc.status, exc.body, exc.headers)
         except RagError as exc:
-            self._fail(_status_of(exc), exc.to_dict())
+            self._fail(_status_of(exc), exc.to_dict(), _error_headers(exc))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
         except Exception:
@@ -562,6 +577,12 @@ def _status_of(exc: RagError) -> HTTPStatus:
         if isinstance(exc, cls):
             return status
     return HTTPStatus.INTERNAL_SERVER_ERROR
+
+
+def _error_headers(exc: RagError) -> tuple[tuple[str, str], ...]:
+    if isinstance(exc, IndexBusy):
+        return (("Retry-After", str(INDEX_BUSY_RETRY_AFTER_S)),)
+    return ()
 
 
 def _str(params: dict[str, list[str]], name: str) -> str | None:

@@ -19,6 +19,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from test_mcp_stdio import fastmcp_client, sdk_client, server_args, wait_job
 
+import rag_health
 import rag_server
 import rag_service
 from rag_config import Config
@@ -92,6 +93,40 @@ async def test_tools_have_strict_typed_schemas_annotations_and_output_schemas(in
         assert bad_type.is_error
         unknown = await client.call_tool("rag_list", {"nonsense": True}, raise_on_error=False)
         assert unknown.is_error and "nonsense" in unknown.content[0].text
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """A property's schema, following a local `$ref` (pydantic puts nested models in $defs)."""
+    options = node.get("anyOf", [node])
+    ref = next((o["$ref"] for o in options if "$ref" in o), None)
+    if ref is None:
+        return node
+    target: Any = schema
+    for part in ref.removeprefix("#/").split("/"):
+        target = target[part]
+    return target
+
+
+async def test_rag_health_declares_and_returns_the_read_only_state_and_disk_space(
+    indexed: Config,
+):
+    args = [*server_args(indexed), "--read-only"]
+    transport = StdioTransport(command=sys.executable, args=args, cwd=str(REPO))
+    async with Client(transport) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        health = await client.call_tool("rag_health", {})
+        refused = await client.call_tool("sync_kb", {}, raise_on_error=False)
+    schema = tools["rag_health"].output_schema
+    assert {"read_only", "disk"} <= set(schema["required"])
+    read_only_types = {o.get("type") for o in schema["properties"]["read_only"]["anyOf"]}
+    assert read_only_types == {"string", "null"}
+    disk = _resolve(schema, schema["properties"]["disk"])
+    assert set(disk["required"]) == {"data_dir_free_bytes", "low_free_space_bytes"}
+    report = health.structured_content
+    assert "--read-only" in report["read_only"] and report["problems"] == []
+    assert isinstance(report["disk"]["data_dir_free_bytes"], int)
+    assert report["disk"]["low_free_space_bytes"] == rag_health.LOW_FREE_SPACE_BYTES
+    assert refused.is_error and "data dir is read-only" in refused.content[0].text
 
 
 async def test_read_list_and_prefix_filters_work_end_to_end(indexed: Config):

@@ -6,12 +6,15 @@ import http.client
 import json
 import re
 import socket
+import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from contextlib import closing
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from stress.harness import can_mount, foreign_exclusive_lock, tmpfs, wait_until, worker_pids
 from web_fixtures import (
     PDF_PAGE2_WORDS,
     SECRET_TEXT,
@@ -34,6 +37,8 @@ STRICT_CSP = (
     "object-src 'none'; frame-ancestors 'none'; base-uri 'none'"
 )
 EVENT_STREAM_BOUND_S = 60.0  # a bound for reading the stream, not a speed expectation
+SHORT_BUSY_S = 0.5  # the console gives up on a foreign lock this fast in these tests
+FOREIGN_LOCK_S = 3.0  # far past SHORT_BUSY_S, so the sync is refused, not queued
 
 
 @dataclass(frozen=True)
@@ -183,6 +188,67 @@ def test_a_missing_knowledge_dir_is_a_503_on_search_but_health_still_answers(
         health = http.get("/api/health")
     assert search.status == 503 and search.json()["error"] == "config_error"
     assert health.status == 200 and health.json()["status"] == "error"
+
+
+# -- storage faults: typed errors get their own HTTP status --------------------------------------
+def test_index_busy_is_a_503_with_retry_after_and_starts_no_job(console: Console) -> None:
+    impatient = replace(console.config, busy_timeout_s=SHORT_BUSY_S)
+    jobs_before = console.http.get("/api/jobs").json()["jobs"]
+    with running_console(impatient) as server:
+        http = Http(server.port, server.csrf_token)
+        with foreign_exclusive_lock(impatient.db_path, seconds=FOREIGN_LOCK_S):
+            reply = http.post("/api/sync", {})
+    assert reply.status == 503
+    assert reply.headers["retry-after"] == str(web_ui.INDEX_BUSY_RETRY_AFTER_S)
+    assert reply.json()["error"] == "index_busy"
+    assert "retry in a few seconds" in reply.json()["hint"]
+    assert_security_headers(reply.headers)
+    assert console.http.get("/api/jobs").json()["jobs"] == jobs_before
+
+
+def test_a_write_on_a_read_only_data_dir_is_a_409_and_reads_still_answer(
+    console: Console,
+) -> None:
+    read_only = replace(console.config, read_only=True)
+    with running_console(read_only) as server:
+        http = Http(server.port, server.csrf_token)
+        sync = http.post("/api/sync", {})
+        cancel = http.post("/api/sync/cancel", {"job_id": "any-job"})
+        search = http.get("/api/search?q=invoice&mode=lexical")
+        health = http.get("/api/health").json()
+    for refused in (sync, cancel):
+        assert refused.status == 409 and refused.json()["error"] == "read_only"
+        assert "--data-dir" in refused.json()["hint"]
+        assert "retry-after" not in refused.headers
+    assert search.status == 200 and search.json()["hits"]
+    assert "--read-only" in health["read_only"]
+
+
+@pytest.mark.skipif(not can_mount(), reason="needs root with CAP_SYS_ADMIN to mount a tmpfs")
+def test_a_sync_on_a_full_disk_is_a_507_and_searches_still_answer(tmp_path: Path) -> None:
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "memo.md").write_text("# Memo\n\nThe invoice is due.\n", encoding="utf-8")
+    with tmpfs(tmp_path / "tiny", "2m") as tiny:
+        config = make_config(tmp_path / "kb", tiny / "state")
+        sync_now(config)
+        # A write reuses the room of a WAL that is still there: empty it first, so the new job
+        # row needs new blocks (the worker must be gone, or its connection keeps the WAL).
+        wait_until(lambda: not worker_pids(config.data_dir), timeout=60)
+        with closing(sqlite3.connect(config.db_path)) as conn:
+            assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+        with open(tiny / "filler", "wb", buffering=0) as filler, pytest.raises(OSError):
+            while True:
+                filler.write(b"\0" * 65536)
+        try:
+            with running_console(config) as server:
+                http = Http(server.port, server.csrf_token)
+                sync = http.post("/api/sync", {})
+                search = http.get("/api/search?q=invoice&mode=lexical")
+        finally:
+            (tiny / "filler").unlink()
+    assert sync.status == 507 and sync.json()["error"] == "disk_full"
+    assert f"free space on {config.data_dir}" in sync.json()["hint"]
+    assert search.status == 200 and search.json()["hits"]
 
 
 # -- health and files --------------------------------------------------------------------------

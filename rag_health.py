@@ -1,0 +1,235 @@
+"""rag_health: what is configured, indexed and broken, with the fix for each problem.
+
+Never reads document bodies and never raises; rag_service re-exports `health`,
+`semantic_state` and `ocr_state` (the faces call rag_service only).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+import rag_jobs
+from helpers import extractors
+from helpers.chunking import CHUNK_SCHEME
+from helpers.lexical_common import STAGING_PATH_PREFIX, hidden_document_ids
+from rag_config import Config
+from rag_db import schema_version
+from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
+from rag_storage import (
+    check_config,
+    connect_for_reading,
+    read_only_reason,
+    with_failure_hint,
+)
+
+SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB each call is slow)
+# Below this much free space on the data dir, rag_health warns: indexing a few hundred documents
+# can take that much (index + WAL), and a full disk fails the sync.
+LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
+# rag_documents.list_documents' rule: a big document being written, or an old version being
+# discarded (rag_sync_write), lives under a staging path; it is no file of the knowledge dir.
+NOT_STAGING = "NOT (path >= ? AND path < ?)"
+STAGING_RANGE = (STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + chr(ord("/") + 1))
+LAST_JOB_KEYS = (
+    "job_id",
+    "state",
+    "phase",
+    "percent",
+    "counts",
+    "error_count",
+    "message",
+    "finished_at",
+)
+
+
+def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> dict[str, Any]:
+    """off / unavailable / not_built / stale / ready, with the fix, the model and vector count."""
+    from helpers import semantic_model
+
+    cache_dir = config.data_dir / SEMANTIC_CACHE
+    availability = semantic_model.check_availability(
+        config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
+    )
+    if conn is None or availability.state != "ready":
+        light: dict[str, Any] = {
+            "state": availability.state,
+            "reason": availability.reason,
+            "hint": availability.hint,
+        }
+        if conn is None and availability.model is not None:
+            light["model_dir"] = availability.model.model_dir
+        if conn is not None:  # health: the same keys as a ready report
+            row = conn.execute(
+                "SELECT vector_count FROM semantic_generations WHERE ready = 1 "
+                "ORDER BY id DESC LIMIT 1"
+            ).fetchone()
+            light.update(model=None, vectors=row[0] if row else 0)
+        return light
+    import rag_semantic
+
+    state = rag_semantic.semantic_state(
+        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
+    )
+    return {
+        "state": state.state,
+        "reason": state.reason,
+        "hint": state.hint,
+        "model": state.model_name,
+        "vectors": state.vector_count,
+    }
+
+
+def ocr_state(config: Config) -> dict[str, Any]:
+    try:
+        from helpers import ocr
+    except ImportError:
+        return {"state": "unavailable", "hint": "apt-get install tesseract-ocr"}
+    status = ocr.ocr_status(ocr.OcrConfig(langs=config.ocr_langs, tesseract_cmd=config.ocr_cmd))
+    return {
+        "state": "available" if status.available else "unavailable",
+        "engine": status.engine,
+        "version": status.version,
+        "langs_missing": list(status.langs_missing),
+        "hint": status.hint,
+    }
+
+
+def health(config: Config) -> dict[str, Any]:
+    """Never reads document bodies and never raises: a broken setup is described, with fixes."""
+    problems = check_config(config)
+    report: dict[str, Any] = {
+        "status": "ok",
+        "knowledge_dir": str(config.knowledge_dir),
+        "data_dir": str(config.data_dir),
+        "db_path": str(config.db_path),
+        "schema_version": None,
+        "chunk_scheme": CHUNK_SCHEME,
+        "documents": {},
+        "sections": 0,
+        "chunks": 0,
+        "stale_documents": 0,
+        "last_job": None,
+        "semantic": {},
+        "ocr": _safe(lambda: ocr_state(config)),
+        "supported_formats": sorted(s.lstrip(".") for s in extractors.SUPPORTED_SUFFIXES),
+        "problems": problems,
+        "warnings": [],
+        "read_only": None,
+        "disk": {},
+    }
+    read_only = None if problems else read_only_reason(config)
+    report["read_only"] = read_only
+    if read_only and not config.read_only:  # the --read-only switch is a choice, not a fault
+        report["warnings"].append(
+            f"data dir is read-only ({read_only}): searches work; sync_kb and cancel_sync "
+            "are refused until it is writable"
+        )
+    if not problems and config.db_path.exists():
+        try:
+            conn = connect_for_reading(config, read_only)
+            try:
+                conn.execute("BEGIN")  # one snapshot: the counts agree with each other
+                _fill_index_stats(conn, config, report)
+                conn.execute("COMMIT")
+                report["semantic"] = _safe(lambda: semantic_state(config, conn))
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            if storage_fault(exc) == "busy":
+                report["warnings"].append(f"index is busy ({exc}): retry in a few seconds")
+            else:
+                problems.append(
+                    f"index {config.db_path} cannot be read ({exc}): move it away and sync"
+                )
+    elif not problems:
+        report["warnings"].append("nothing is indexed yet: run sync_kb")
+    _fill_disk_state(config, report)
+    if not report["semantic"]:
+        report["semantic"] = _safe(lambda: semantic_state(config))
+    if report["semantic"].get("state") not in ("ready", "off"):
+        report["warnings"].append(
+            f"semantic search {report['semantic'].get('state')}: {report['semantic'].get('hint')}"
+        )
+    if problems:
+        report["status"] = "error"
+    elif report["warnings"]:
+        report["status"] = "degraded"
+    return report
+
+
+def _fill_disk_state(config: Config, report: dict[str, Any]) -> None:
+    """Free space of the data dir, a warning below LOW_FREE_SPACE_BYTES, and the fix when the
+    last sync failed on a full disk."""
+    free = free_bytes(config.data_dir)
+    report["disk"] = {
+        "data_dir_free_bytes": free,
+        "low_free_space_bytes": LOW_FREE_SPACE_BYTES,
+    }
+    where = f"{config.data_dir} ({human_bytes(free)} free)"
+    last = report.get("last_job") or {}
+    if last.get("state") == "failed" and fault_in_message(last.get("message") or "") == "full":
+        report["warnings"].append(
+            f"the last sync (job {last.get('job_id')}) failed because the disk is full: "
+            f"free space on {where} (or pass a --data-dir on a larger disk), then run sync_kb"
+        )
+    elif free is not None and free < LOW_FREE_SPACE_BYTES:
+        report["warnings"].append(
+            f"low free space on {where}, below {human_bytes(LOW_FREE_SPACE_BYTES)}: "
+            "a sync may fill the disk; free space or pass a --data-dir on a larger disk"
+        )
+
+
+def _safe(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return fn()
+    except Exception as exc:  # health must answer even when a subsystem is broken
+        return {"state": "error", "hint": f"{type(exc).__name__}: {exc}"}
+
+
+def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str, Any]) -> None:
+    """Counts of what rag_list and rag_search can show: staging rows are left out."""
+    report["schema_version"] = schema_version(conn)
+    if report["schema_version"] == 0:
+        report["warnings"].append("nothing is indexed yet: run sync_kb")
+        return
+    by_status = {
+        r["status"]: r["n"]
+        for r in conn.execute(
+            f"SELECT status, COUNT(*) AS n FROM documents WHERE {NOT_STAGING} GROUP BY status",
+            STAGING_RANGE,
+        )
+    }
+    report["documents"] = {"total": sum(by_status.values()), **by_status}
+    staging = hidden_document_ids(conn)
+    marks = ",".join("?" * len(staging))
+    for key, table_sql in (
+        ("sections", "SELECT COUNT(*) FROM sections"),
+        ("chunks", "SELECT COUNT(*) FROM chunks"),
+    ):
+        report[key] = conn.execute(table_sql).fetchone()[0]
+        if staging:  # usually none; the document_id index answers this
+            report[key] -= conn.execute(
+                f"{table_sql} WHERE document_id IN ({marks})", staging
+            ).fetchone()[0]
+    report["stale_documents"] = conn.execute(
+        f"SELECT COUNT(*) FROM documents WHERE chunk_scheme != ? AND {NOT_STAGING}",
+        (CHUNK_SCHEME, *STAGING_RANGE),
+    ).fetchone()[0]
+    if report["stale_documents"]:
+        report["warnings"].append(
+            f"{report['stale_documents']} documents use an older chunking scheme: run sync_kb"
+        )
+    if by_status.get("failed"):
+        report["warnings"].append(f"{by_status['failed']} files failed to index: see rag_list")
+    if by_status.get("needs_ocr"):
+        report["warnings"].append(
+            f"{by_status['needs_ocr']} documents have scanned pages without OCR text"
+        )
+    jid = rag_jobs.latest_job_id(conn)
+    if jid:
+        row = rag_jobs.load_job(conn, jid)
+        if row is not None:
+            view = with_failure_hint(config, rag_jobs.job_view(conn, row)).to_dict()
+            report["last_job"] = {k: view[k] for k in LAST_JOB_KEYS}
