@@ -8,7 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+# Oldest schema a read-only reader can use as it is: later migrations only add columns that
+# readers look up with a fallback (jobs.phase_started_at).
+READABLE_FROM_VERSION = 2
 # Writers hold the lock for one small document or one batch of a big one (about a second,
 # rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
 # behind a slow batch instead of failing with "database is locked".
@@ -233,6 +236,11 @@ CREATE TRIGGER IF NOT EXISTS chunks_ocr_au AFTER UPDATE OF norm, ocr ON chunks B
 END;
 INSERT INTO chunks_ocr_fts(chunks_ocr_fts) VALUES ('delete-all');
 INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks WHERE ocr = 1;
+""",
+    3: """
+-- When the job entered its current phase: the ETA of a phase comes from that phase's own rate
+-- (the semantic phase is a tenth of the bar but can take most of the time).
+ALTER TABLE jobs ADD COLUMN phase_started_at REAL;
 """,
 }
 

@@ -324,9 +324,21 @@ def _percent(row: sqlite3.Row) -> float:
 
 
 def _eta(row: sqlite3.Row) -> float | None:
+    """Seconds left. In the semantic phase, from that phase's own rate: it owns a tenth of the
+    bar but embedding can take most of the job, so a whole-job rate would say "10 s" for minutes.
+    """
     if row["state"] not in ("running", "cancelling") or not row["started_at"]:
         return None
-    elapsed = (row["updated_at"] or time.time()) - row["started_at"]
+    now = row["updated_at"] or time.time()
+    columns = row.keys()  # sqlite3.Row: `in row` would test values, not column names
+    phase_started = row["phase_started_at"] if "phase_started_at" in columns else None
+    if row["phase"] == "semantic" and phase_started:
+        done, total = row["semantic_done"], row["semantic_total"]
+        in_phase = now - phase_started
+        if not total or done <= 0 or in_phase <= 0:
+            return None
+        return max(0.0, in_phase * (total - done) / done)
+    elapsed = now - row["started_at"]
     fraction = _percent(row) / 100.0
     if fraction <= 0.01 or elapsed <= 0:
         return None

@@ -16,6 +16,7 @@ from pathlib import Path
 import rag_jobs
 from rag_config import Config, config_problems
 from rag_db import (
+    READABLE_FROM_VERSION,
     SCHEMA_VERSION,
     closed_on_error,
     connect,
@@ -168,6 +169,8 @@ def read_conn(config: Config) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         failure = _opening_failed(config, exc)
         raise failure from (None if failure is exc else exc)
+    if read_only and READABLE_FROM_VERSION <= version < SCHEMA_VERSION:
+        return conn  # an older index on a read-only mount: read as it is, never migrated
     if version != SCHEMA_VERSION:
         conn.close()
         if version == 0:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import rag_jobs
 from helpers.blocks import ExtractContext, ExtractLimits
@@ -39,6 +39,7 @@ log = logging.getLogger("ragdoc.worker")
 @dataclass
 class _Progress:
     phase: str = "prepare"
+    phase_started_at: float = field(default_factory=time.time)
     total_files: int = 0
     completed_files: int = 0
     total_bytes: int = 0
@@ -106,6 +107,8 @@ class JobReporter:
 
     def on_phase(self, phase: str) -> None:
         with self._lock:
+            if phase != self.progress.phase:
+                self.progress.phase_started_at = time.time()
             self.progress.phase = phase
             if phase != "files":
                 self.progress.current_file = None
@@ -180,6 +183,7 @@ class JobReporter:
             errors, self._errors = self._errors, []
             values = (
                 p.phase,
+                p.phase_started_at,
                 p.total_files,
                 p.completed_files,
                 p.total_bytes,
@@ -193,7 +197,8 @@ class JobReporter:
             )
         with write_transaction(conn):
             conn.execute(
-                "UPDATE jobs SET phase=?, total_files=?, completed_files=?, total_bytes=?, "
+                "UPDATE jobs SET phase=?, phase_started_at=?, total_files=?, completed_files=?, "
+                "total_bytes=?, "
                 "done_bytes=?, current_file=?, message=?, semantic_done=?, semantic_total=?, "
                 "heartbeat=?, updated_at=? WHERE id=?",
                 (*values, self.job_id),
@@ -273,6 +278,8 @@ def build_extract_context(config: Config) -> ExtractContext:
 
 
 def run_job(config: Config, job_id: str) -> int:
+    # The worker keeps rag_db's long busy timeout whatever --busy-timeout-s says: that setting
+    # bounds how long a tool call waits; a sync must wait out a foreign lock, not fail.
     conn = open_index(config.db_path)
     lock_fd = rag_jobs.acquire_worker_lock(config.lock_path)
     if lock_fd is None:

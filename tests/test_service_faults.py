@@ -432,3 +432,21 @@ def test_the_read_only_switch_never_writes_job_rows_or_the_index(knowledge: Path
     assert _index_bytes(config) == before
     assert _job_row(config.db_path, job_id)["state"] == "running"
     assert rag_service.sync_status(writable, job_id).state == "failed"  # writable: reconciled
+
+
+def test_an_older_index_on_a_read_only_data_dir_is_read_as_it_is(knowledge: Path, tmp_path: Path):
+    write_corpus(knowledge, 10)
+    writable = make_config(knowledge, tmp_path / "state")
+    job = run_sync(writable)
+    with closing(open_index(writable.db_path)) as conn:  # back to the schema before phase ETAs
+        conn.execute("ALTER TABLE jobs DROP COLUMN phase_started_at")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", ("2",))
+    config = make_config(knowledge, tmp_path / "state", read_only=True)
+    before = _index_bytes(config)
+    assert rag_service.search(config, "invoice", mode="lexical").hits
+    assert rag_service.sync_status(config, job.job_id).state == "succeeded"
+    assert rag_service.health(config)["schema_version"] == 2
+    assert _index_bytes(config) == before  # never migrated on a read-only dir
+    assert rag_service.sync_status(writable, job.job_id).state == "succeeded"  # writable: upgraded
+    with closing(open_index(writable.db_path)) as conn:
+        assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION

@@ -250,3 +250,36 @@ def test_unsafe_ocr_settings_are_configuration_errors(tmp_path: Path, knowledge:
     assert any("--ocr-langs" in p for p in problems)
     with pytest.raises(rag_service.RagError):
         rag_service.start_sync(bad)
+
+
+def test_the_semantic_phase_eta_comes_from_that_phases_own_rate(tmp_path: Path):
+    import rag_jobs
+    from rag_db import open_index
+
+    conn = open_index(tmp_path / "index.sqlite3")
+    now = time.time()
+    # Files took 10 s (90 % of the bar); 100 of 1,000 texts embedded in the 100 s since.
+    conn.execute(
+        "INSERT INTO jobs(id, state, phase, scope, created_at, started_at, updated_at, "
+        "phase_started_at, total_files, completed_files, total_bytes, done_bytes, "
+        "semantic_done, semantic_total) VALUES ('j', 'running', 'semantic', '', ?, ?, ?, ?, "
+        "10, 10, 1000, 1000, 100, 1000)",
+        (now - 110, now - 110, now, now - 100),
+    )
+    row = conn.execute("SELECT * FROM jobs WHERE id = 'j'").fetchone()
+    view = rag_jobs.job_view(conn, row)
+    assert view.eta_seconds == pytest.approx(900, rel=0.01)  # the whole-job rate said ~10 s
+    assert 90 < view.percent < 92
+    conn.close()
+
+
+def test_the_worker_records_when_each_phase_started(config: Config, knowledge: Path):
+    write_corpus(knowledge, 5)
+    job = rag_service.start_sync(config)
+    wait_until(lambda: rag_service.sync_status(config, job.job_id).state == "succeeded")
+    conn = connect(config.db_path)
+    row = conn.execute(
+        "SELECT started_at, phase_started_at, finished_at FROM jobs WHERE id = ?", (job.job_id,)
+    ).fetchone()
+    conn.close()
+    assert row["started_at"] <= row["phase_started_at"] <= row["finished_at"]
