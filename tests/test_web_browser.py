@@ -271,9 +271,12 @@ def test_the_health_view_shows_counts_paths_and_engine_states(
         "Chunk scheme",
         "Semantic search",
         "OCR",
+        "Free space (data folder)",
+        "Read-only",
         str(site.knowledge),
     ):
         assert expected in text, expected
+    assert re.search(r"Free space \(data folder\)\s+[\d.,]+\s*[KMGT]?i?B", text), text
     assert "start with --semantic on" in text  # the state comes with its fix
     screenshot(browser, "health")
     no_console_errors(browser)

@@ -1,5 +1,5 @@
 // Health panel: what rag_service.health reports, laid out as cards, each problem with its fix.
-import { byId, clear, fmtInt, fmtTime, getJson, h, showError, showStatus } from "./common.js";
+import { byId, clear, fmtBytes, fmtInt, fmtTime, getJson, h, showError, showStatus } from "./common.js";
 
 const statusLine = byId("health-status-line");
 
@@ -68,6 +68,8 @@ function render(report) {
         ["Knowledge folder", h("code", {}, report.knowledge_dir)],
         ["Data folder", h("code", {}, report.data_dir)],
         ["Index file", h("code", {}, report.db_path)],
+        ["Free space (data folder)", report.disk ? fmtBytes(report.disk.data_dir_free_bytes) : "—"],
+        ["Read-only", report.read_only || "no"],
       ]),
     ),
     engineCard("Semantic search", report.semantic || {}),

@@ -52,7 +52,7 @@ async function loadHistory() {
     for (const job of data.jobs) body.append(historyRow(job));
     return data.jobs;
   } catch (err) {
-    if (err.status === 409) {
+    if (err.code === "index_missing") {
       clear(body).append(h("tr", {}, h("td", { colspan: 8, class: "muted" }, "Nothing indexed yet: start a sync.")));
     } else {
       showError(errorLine, err);
