@@ -1,26 +1,20 @@
-"""Semantic channel client: run the embedding worker, build vector generations, query them.
+"""Semantic channel: build vector generations from the chunks, query them, report health.
 
-No ML import here: embedding happens in `semantic_worker.py`, a subprocess spoken to in JSON
-lines. A generation becomes visible (ready = 1) only when every vector is written, so a
-cancelled, failed or killed build never changes what search sees.
+No ML import here: embedding happens in `semantic_worker.py`, a subprocess driven through
+`rag_semantic_client.SemanticWorker` (re-exported here with its errors). A generation becomes
+visible (ready = 1) only when every vector is written, so a cancelled, failed or killed build
+never changes what search sees.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import json
 import logging
-import queue
 import sqlite3
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -34,65 +28,55 @@ from helpers.semantic_model import (
     discover_model_dir,
     load_model_info,
 )
+from rag_semantic_client import (
+    DEFAULT_THREADS,
+    DEFAULT_TIMEOUT_S,
+    Embedding,
+    SemanticError,
+    SemanticWorker,
+    WorkerCrashed,
+    WorkerError,
+    WorkerInfo,
+    WorkerTimeout,
+)
 
 if TYPE_CHECKING:
     from rag_config import Config
 
+__all__ = [
+    "BuildResult",
+    "Embedding",
+    "Generation",
+    "NotReadyError",
+    "SemanticError",
+    "SemanticState",
+    "SemanticWorker",
+    "WorkerCrashed",
+    "WorkerError",
+    "WorkerInfo",
+    "WorkerTimeout",
+    "build_generation",
+    "latest_ready_generation",
+    "query",
+    "semantic_state",
+    "sync_phase",
+]
+
 log = logging.getLogger(__name__)
 
-WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
-DEFAULT_THREADS = 2  # the target machines have 2 cores
-# Per request: model load (~1-2 s) plus one embed request (~1 s for 64 texts of 100 tokens on
-# 2 threads); generous for slow or busy machines, short enough that a hung worker is noticed.
-DEFAULT_TIMEOUT_S = 120.0
-DEFAULT_QUERY_TIMEOUT_S = 30.0  # spawn + load + embed + scan: ~1 s measured
+DEFAULT_QUERY_TIMEOUT_S = 30.0  # spawn + load + embed + scan of 100k vectors: 0.5-0.7 s measured
 # Texts per embed request: the build checks should_cancel() and reports progress between
 # requests, so this bounds cancel latency (~1 s) and the size of one JSON line.
 EMBED_REQUEST_TEXTS = 64
-CLOSE_WAIT_S = 5.0  # a worker asked to quit exits at once; after this it is killed
 BUILD_HINT = "run a sync (sync_kb) to build the semantic index"
-CACHE_SUBDIR = "cache"  # under the data dir: model hash cache (same place rag_service uses)
+# Under the data dir (the same place rag_service uses): model file hashes and the query
+# tokenizer index (~15 MB), both rebuilt when missing.
+CACHE_SUBDIR = "cache"
 WORKER_LOG = "semantic_worker.log"  # under the logs dir
-
-
-class SemanticError(Exception):
-    """Base of the semantic channel's errors; `hint` says what to do."""
-
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
-
-
-class WorkerError(SemanticError):
-    """The worker answered {"ok": false}."""
-
-
-class WorkerCrashed(SemanticError):
-    """The worker exited (or was killed) before answering."""
-
-
-class WorkerTimeout(SemanticError):
-    """The worker did not answer in time and was killed."""
 
 
 class NotReadyError(SemanticError):
     """No usable generation: never built, or built with another model."""
-
-
-@dataclass(frozen=True)
-class WorkerInfo:
-    fingerprint: str
-    dim: int
-    model_file: str
-    model_name: str
-    max_seq_length: int
-    prompts: dict[str, str]
-
-
-@dataclass(frozen=True)
-class Embedding:
-    vectors: np.ndarray  # float16 [n, dim], unit rows
-    tokens: tuple[int, ...]  # per text, with <s> and </s>, before truncation
 
 
 @dataclass(frozen=True)
@@ -124,184 +108,10 @@ class SemanticState:
     fingerprint: str | None  # of the current model (None when unavailable/off)
     vector_count: int  # in the newest ready generation
     generation_id: int | None
-
-
-class SemanticWorker:
-    """One `semantic_worker.py` subprocess; use as a context manager."""
-
-    def __init__(
-        self,
-        model_dir: Path,
-        *,
-        log_path: Path,
-        cache_dir: Path | None = None,
-        threads: int = DEFAULT_THREADS,
-        idle_seconds: float | None = None,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-    ) -> None:
-        self.model_dir = Path(model_dir)
-        self.log_path = Path(log_path)
-        self.cache_dir = cache_dir
-        self.threads = threads
-        self.idle_seconds = idle_seconds
-        self.timeout_s = timeout_s
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._lines: queue.Queue[bytes | None] = queue.Queue()
-
-    @property
-    def pid(self) -> int | None:
-        return self._proc.pid if self._proc else None
-
-    @property
-    def is_running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def start(self) -> SemanticWorker:
-        if self._proc is not None:
-            return self
-        command = [sys.executable, str(WORKER_SCRIPT), "--model-dir", str(self.model_dir)]
-        command += ["--threads", str(self.threads)]
-        if self.cache_dir is not None:
-            command += ["--cache-dir", str(self.cache_dir)]
-        if self.idle_seconds:
-            command += ["--idle-seconds", str(self.idle_seconds)]
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor
-        with self.log_path.open("ab") as log_file:
-            pipe = subprocess.PIPE
-            self._proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=log_file)
-        threading.Thread(
-            target=_pump_lines, args=(self._proc.stdout, self._lines), daemon=True
-        ).start()
-        return self
-
-    def __enter__(self) -> SemanticWorker:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def request(self, payload: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
-        """Send one request and wait for its answer; typed errors for every failure.
-
-        A worker that already exited (idle timeout in warm mode) is replaced first.
-        """
-        if self._proc is not None and self._proc.poll() is not None:
-            self.kill()
-        proc = self.start()._proc
-        assert proc is not None and proc.stdin is not None
-        try:
-            proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
-            proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise self._crashed() from exc
-        limit = self.timeout_s if timeout_s is None else timeout_s
-        try:
-            line = self._lines.get(timeout=limit)
-        except queue.Empty:
-            self.kill()
-            raise WorkerTimeout(
-                f"semantic worker gave no answer to {payload.get('op')!r} in {limit:.0f} s",
-                f"the machine may be overloaded; see {self.log_path}",
-            ) from None
-        if line is None:
-            raise self._crashed()
-        try:
-            response = json.loads(line)
-        except ValueError as exc:
-            self.kill()
-            raise WorkerCrashed(
-                f"semantic worker wrote a non-JSON line: {line[:200]!r}", f"see {self.log_path}"
-            ) from exc
-        if not response.get("ok"):
-            raise WorkerError(str(response.get("error")), str(response.get("hint") or ""))
-        return response
-
-    def info(self) -> WorkerInfo:
-        r = self.request({"op": "info"})
-        return WorkerInfo(**{f.name: r[f.name] for f in dataclasses.fields(WorkerInfo)})
-
-    def embed(
-        self, texts: Sequence[str], kind: Literal["passage", "query"] = "passage"
-    ) -> Embedding:
-        r = self.request({"op": "embed", "kind": kind, "texts": list(texts)})
-        vectors = vector_pack.vectors_from_b64(r["vectors"], r["count"], r["dim"])
-        return Embedding(vectors, tuple(r["tokens"]))
-
-    def count_tokens(
-        self, texts: Sequence[str], kind: Literal["passage", "query"] = "passage"
-    ) -> list[int]:
-        payload = {"op": "count_tokens", "kind": kind, "texts": list(texts)}
-        return list(self.request(payload)["tokens"])
-
-    def search(
-        self,
-        db_path: Path,
-        generation: int,
-        query: str,
-        top_k: int,
-        *,
-        fingerprint: str | None = None,
-    ) -> list[tuple[int, float]]:
-        """Exact cosine top-k of `query` over one ready generation (chunk id, score)."""
-        db = str(Path(db_path).resolve())
-        payload = {"op": "search", "db": db, "generation": generation, "query": query}
-        r = self.request({**payload, "top_k": top_k, "fingerprint": fingerprint})
-        return [(int(cid), float(score)) for cid, score in r["hits"]]
-
-    def close(self) -> None:
-        """Ask the worker to quit; kill it if it does not within CLOSE_WAIT_S."""
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        assert proc.stdin is not None
-        try:
-            if proc.poll() is None:
-                proc.stdin.write(b'{"op":"quit"}\n')
-                proc.stdin.flush()
-        except OSError:
-            pass  # it already exited
-        with contextlib.suppress(OSError):
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=CLOSE_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-    def kill(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            proc.kill()
-            proc.wait()
-            if proc.stdin is not None:
-                with contextlib.suppress(OSError):  # a broken pipe to a dead process
-                    proc.stdin.close()
-
-    def _crashed(self) -> WorkerCrashed:
-        code = None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            code = self._proc.wait(timeout=CLOSE_WAIT_S) if self._proc else None
-        self.kill()
-        return WorkerCrashed(
-            f"semantic worker exited (code {code}) before answering", f"see {self.log_path}"
-        )
-
-
-def _pump_lines(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
-    """Move stdout lines into a queue so requests can wait with a timeout; None marks EOF.
-
-    This thread owns the stream and closes it at EOF (closing it from another thread while a
-    read is blocked is unsafe).
-    """
-    try:
-        for line in iter(stream.readline, b""):
-            lines.put(line)
-    except (OSError, ValueError):
-        pass
-    finally:
-        lines.put(None)
-        stream.close()
+    # What `query(..., state=)` needs, so a search reads the model folder and the newest
+    # generation once instead of twice.
+    model: ModelInfo | None = None
+    generation: Generation | None = None
 
 
 # --- generations -----------------------------------------------------------------------------
@@ -616,18 +426,26 @@ def query(
     timeout_s: float = DEFAULT_QUERY_TIMEOUT_S,
     threads: int = DEFAULT_THREADS,
     worker: SemanticWorker | None = None,
+    state: SemanticState | None = None,
 ) -> list[tuple[int, float]]:
     """Top-k (chunk id, cosine) for `query`; cold (spawn, answer, exit) unless a worker is given.
 
-    Raises NotReadyError when no generation of the current model is ready, ModelError for a
-    broken model folder and WorkerError/WorkerCrashed/WorkerTimeout for worker failures.
+    A `state` from `semantic_state` supplies the model and the newest generation already read
+    (model_dir and cache_dir are then not consulted). Raises NotReadyError when no generation
+    of the current model is ready, ModelError for a broken model folder and
+    WorkerError/WorkerCrashed/WorkerTimeout for worker failures.
     """
-    info = _model_info(model_dir, cache_dir)
-    conn = rag_db.connect(Path(db_path), readonly=True)
-    try:
-        generation = latest_ready_generation(conn)
-    finally:
-        conn.close()
+    if state is not None:
+        if state.model is None:
+            raise NotReadyError(f"semantic search {state.state}: {state.reason}", state.hint)
+        info, generation = state.model, state.generation
+    else:
+        info = _model_info(model_dir, cache_dir)
+        conn = rag_db.connect(Path(db_path), readonly=True)
+        try:
+            generation = latest_ready_generation(conn)
+        finally:
+            conn.close()
     if generation is None:
         raise NotReadyError("the semantic index has not been built yet", BUILD_HINT)
     if generation.fingerprint != info.fingerprint:
@@ -658,7 +476,7 @@ def semantic_state(
 
     `check_chunks` compares every chunk id and text hash with the generation (~0.1 s per 100k
     chunks); without it only a model change is reported as stale. Pass a cache_dir: without
-    one the model file is re-hashed on every call.
+    one the model file is re-hashed on every call. Pass the result to `query(state=...)`.
     """
     generation = latest_ready_generation(conn)
     count, gen_id = (generation.vector_count, generation.id) if generation else (0, None)
@@ -667,7 +485,15 @@ def semantic_state(
     if availability.state != "ready" or model is None:
         state = "off" if availability.state == "off" else "unavailable"
         return SemanticState(
-            state, availability.reason, availability.hint, None, None, count, gen_id
+            state,
+            availability.reason,
+            availability.hint,
+            None,
+            None,
+            count,
+            gen_id,
+            None,
+            generation,
         )
     state, reason, hint = "ready", availability.reason, ""
     if generation is None:
@@ -677,4 +503,6 @@ def semantic_state(
         hint = BUILD_HINT
     elif check_chunks and not _same_keys(_chunk_keys(conn), _generation_keys(conn, gen_id)):
         state, reason, hint = "stale", "chunks changed since the last semantic build", BUILD_HINT
-    return SemanticState(state, reason, hint, model.name, model.fingerprint, count, gen_id)
+    return SemanticState(
+        state, reason, hint, model.name, model.fingerprint, count, gen_id, model, generation
+    )

@@ -261,6 +261,7 @@ def _semantic_candidates(
                 cache_dir=cache_dir,
                 log_path=log_path,
                 worker=worker,
+                state=state,  # the model and generation just read: not read twice
             )
     except (rag_semantic.SemanticError, ModelError) as exc:
         return None, f"semantic search failed: {exc} (hint: {exc.hint})"

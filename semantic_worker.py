@@ -3,23 +3,27 @@
     python semantic_worker.py --model-dir DIR [--threads N] [--idle-seconds S] [--cache-dir D]
 
 JSON lines: one request per stdin line, one response per stdout line; logs go to stderr. Ops:
-info, embed, count_tokens, search, quit (see `rag_semantic.SemanticWorker` for the client).
+info, embed, count_tokens, search, quit (`rag_semantic_client.SemanticWorker` is the client).
 Every failure is answered with {"ok": false, "error": ..., "hint": ...}, never a traceback.
+The ONNX sessions start loading when the process starts, before the first request arrives.
+--cache-dir keeps what is worth keeping between runs: file hashes and the query tokenizer index;
+neither is needed, both are rebuilt when missing.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import importlib.util
 import json
 import logging
 import os
-import select
-import sqlite3
+import struct
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -27,7 +31,15 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from helpers import vector_pack
-from helpers.semantic_model import INSTALL_HINT, ModelError, ModelInfo, load_model_info
+from helpers.semantic_model import (
+    FETCH_HINT,
+    INSTALL_HINT,
+    ModelError,
+    ModelInfo,
+    file_sha256,
+    load_model_info,
+)
+from rag_semantic_client import LineReader, LineTooLong
 
 log = logging.getLogger("semantic_worker")
 
@@ -35,12 +47,17 @@ DEFAULT_THREADS = 2  # the target machines have 2 cores; the server keeps workin
 # XLM-R / fairseq id layout: SentencePiece id + 1, SentencePiece <unk> (0) -> 3.
 BOS_ID, PAD_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 FAIRSEQ_OFFSET = 1
-# Deterministic batching: texts sorted by token count, at most this many per batch. Measured on
-# 2 threads with ~100-token texts: batch 1 = 49/s, 4 = 66/s, 8 = 64/s, 32 = 54/s.
+# Deterministic batching: texts sorted by token count, at most this many per batch, each batch
+# on one core. Texts per CPU second with ~100-token texts (1 thread, shared machine): batch
+# 4 = 62, 8 = 61, 16 = 58, 32 = 45; two such batches in flight beat one 2-thread batch.
 MAX_BATCH_TEXTS = 8
-# Cap on padded tokens per batch (texts x longest), so eight 512-token inputs run as two
-# batches of four and attention buffers stay small.
-MAX_BATCH_TOKENS = 2048
+# Cap on padded tokens per batch (texts x longest). Two batches run at once, so 2 x 1,024 keeps
+# the peak of the former single 2,048-token batch (512-token texts: 490 vs 462 MiB RSS).
+MAX_BATCH_TOKENS = 1024
+# onnxruntime 1.32's SkipLayerNormalization CPU kernel takes 2.1 ms where Add + Add +
+# LayerNormalization take 0.5 ms (8 x 100 x 384 floats); the fusion cost the e5-small encoder
+# 30 % of its time (40 vs 58 texts per CPU second). Every other default fusion is kept.
+DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 # Cosine scorer: Cast(float16 -> float32) + MatMul, 3x faster than numpy's astype + matmul
 # (14 vs 80 ms per 100k x 384 on 2 threads). Serialized with onnx.helper (opset 17, ir 8) so the
 # worker does not need the `onnx` package; tests rebuild it and compare.
@@ -52,7 +69,9 @@ SCORER_ONNX = base64.b64decode(
 # Idle onnxruntime threads sleep instead of spinning: on a busy 2-core machine spinning burned
 # 65 % more CPU for the same batches (3.1 vs 1.9 CPU s) and starved the processes beside it.
 ALLOW_SPINNING = "0"
-MAX_LINE_BYTES = 64 * 1024 * 1024  # one request line; a runaway client cannot exhaust memory
+SUBSET_INDEX = "spm-subset-v1-{sha}.npz"  # under --cache-dir, per tokenizer file content
+UNIGRAM, NORMAL_PIECE = 1, 1  # TrainerSpec.model_type and SentencePiece.Type values
+SUBSET_MAX_CHARS = 2000  # longer texts go to the full tokenizer (substrings grow as n x 16)
 
 
 class RequestError(Exception):
@@ -61,68 +80,269 @@ class RequestError(Exception):
         self.hint = hint
 
 
+def check_runtime() -> None:
+    missing = [m for m in ("onnxruntime", "sentencepiece") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise RequestError(f"not installed: {', '.join(missing)}", INSTALL_HINT)
+
+
+def load_tokenizer(info: ModelInfo) -> Any:
+    """The XLM-R SentencePiece model: ~0.5 s of CPU for 250k pieces (the GIL is released)."""
+    check_runtime()
+    import sentencepiece as spm
+
+    path = info.tokenizer_file
+    try:
+        sp = spm.SentencePieceProcessor(model_file=str(path))
+    except Exception as exc:
+        raise ModelError(f"cannot load {path}: {exc}", FETCH_HINT) from exc
+    if sp.unk_id() != 0 or sp.piece_to_id("<s>") != 1:
+        raise ModelError(
+            f"{path}: not an XLM-R SentencePiece layout (<unk>=0, <s>=1)",
+            "use an XLM-R family model such as paraphrase-multilingual-MiniLM-L12-v2",
+        )
+    return sp
+
+
+class QueryTokenizer:
+    """Exact SentencePiece ids of a short text without loading every piece (~0.5 s of CPU).
+
+    A Unigram segmentation only uses pieces that occur in the normalised text, and its unknown
+    penalty comes from the lowest score (user-defined pieces use the highest): a model of those
+    pieces plus every non-normal one gives the same ids in ~2 ms. The sorted piece table is
+    built once per tokenizer file (~0.4 s) into the cache dir and loads in ~12 ms.
+    """
+
+    def __init__(self, index: Path) -> None:
+        import sentencepiece as spm
+
+        self._spm = spm
+        with np.load(index) as z:
+            self.keys, self.order = z["keys"], z["order"]  # sorted piece bytes, their ids
+            self.scores, self.types = z["scores"], z["types"]  # by id
+            blob, ends = z["fixed_blob"].tobytes(), z["fixed_ends"].tolist()
+            starts = [0, *ends[:-1]]
+            self.fixed = {
+                int(i): blob[a:b] for i, a, b in zip(z["fixed"], starts, ends, strict=True)
+            }
+            self.base = z["base"].tobytes()  # the model without pieces
+        self.normalizer = spm.SentencePieceProcessor(model_proto=self._model(self.fixed))
+
+    @classmethod
+    def open(cls, tokenizer_file: Path, cache_dir: Path) -> QueryTokenizer | None:
+        """None when the model is not Unigram; builds the index on first use."""
+        check_runtime()
+        sha = file_sha256(tokenizer_file, cache_dir)
+        index = cache_dir / SUBSET_INDEX.format(sha=sha[:16])
+        tmp = index.with_name(f"{index.name}.{os.getpid()}.tmp")
+        try:
+            if not index.is_file():
+                cache_dir.mkdir(parents=True, exist_ok=True)
+                with tmp.open("wb") as out:
+                    np.savez(out, **_subset_index(tokenizer_file))
+                os.replace(tmp, index)
+                for old in cache_dir.glob(SUBSET_INDEX.format(sha="*")):
+                    if old != index:  # a replaced tokenizer's index is dead weight
+                        old.unlink(missing_ok=True)
+        except OSError as exc:  # an unwritable cache dir only costs speed
+            log.warning("cannot write %s (%s): queries use the full tokenizer", index, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            return None
+        with np.load(index) as z:
+            if "keys" not in z.files:
+                return None
+        return cls(index)
+
+    def encode(self, text: str) -> list[int]:
+        norm = self.normalizer.normalize(text).encode("utf-8")
+        width = self.keys.dtype.itemsize
+        starts = [i for i in range(len(norm)) if norm[i] & 0xC0 != 0x80] + [len(norm)]
+        found = set()
+        for n, a in enumerate(starts[:-1]):  # every substring on character boundaries
+            for b in starts[n + 1 :]:
+                if b - a > width:
+                    break
+                found.add(norm[a:b])
+        subs = np.array(sorted(found), dtype=self.keys.dtype)
+        at = np.minimum(np.searchsorted(self.keys, subs), len(self.keys) - 1)
+        hit = self.keys[at] == subs
+        pieces = dict(zip(self.order[at[hit]].tolist(), subs[hit].tolist(), strict=True))
+        pieces.update(self.fixed)
+        ids = sorted(pieces)
+        sp = self._spm.SentencePieceProcessor(model_proto=self._model(pieces))
+        return [ids[j] for j in sp.encode(text)]
+
+    def _model(self, pieces: dict[int, bytes]) -> bytes:
+        """The base model plus `pieces` in id order (repeated protobuf fields concatenate)."""
+        out = [self.base]
+        for i in sorted(pieces):
+            piece = pieces[i]
+            body = b"\x0a" + _varint(len(piece)) + piece + b"\x15"
+            body += struct.pack("<f", float(self.scores[i])) + b"\x18" + _varint(int(self.types[i]))
+            out.append(b"\x0a" + _varint(len(body)) + body)
+        return b"".join(out)
+
+
+def _subset_index(tokenizer_file: Path) -> dict[str, np.ndarray]:
+    """Arrays of the QueryTokenizer index; only {"unsupported"} for a non-Unigram model."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    model = pb.ModelProto()
+    model.ParseFromString(tokenizer_file.read_bytes())
+    if model.trainer_spec.model_type != UNIGRAM:
+        return {"unsupported": np.zeros(1)}
+    pieces = [p.piece.encode("utf-8") for p in model.pieces]
+    scores = np.array([p.score for p in model.pieces], dtype=np.float32)
+    types = np.array([p.type for p in model.pieces], dtype=np.uint8)
+    normal = np.nonzero(types == NORMAL_PIECE)[0]
+    fixed = set(np.nonzero(types != NORMAL_PIECE)[0].tolist())
+    fixed |= {int(normal[np.argmin(scores[normal])]), int(normal[np.argmax(scores[normal])])}
+    fixed |= {i for i, p in enumerate(pieces) if b"\0" in p}  # numpy byte strings drop NULs
+    fixed_ids = sorted(fixed)
+    searchable = np.array(sorted(set(range(len(pieces))) - fixed), dtype=np.int32)
+    keys = np.array([pieces[i] for i in searchable], dtype=f"S{max(map(len, pieces))}")
+    order = np.argsort(keys, kind="stable")
+    base = pb.ModelProto()  # the specs only: top-level extras such as self-test samples go
+    base.trainer_spec.CopyFrom(model.trainer_spec)
+    base.normalizer_spec.CopyFrom(model.normalizer_spec)
+    if model.HasField("denormalizer_spec"):
+        base.denormalizer_spec.CopyFrom(model.denormalizer_spec)
+    return {
+        "keys": keys[order],
+        "order": searchable[order],
+        "scores": scores,
+        "types": types,
+        "fixed": np.array(fixed_ids, dtype=np.int32),
+        "fixed_blob": np.frombuffer(b"".join(pieces[i] for i in fixed_ids), dtype=np.uint8),
+        "fixed_ends": np.cumsum([len(pieces[i]) for i in fixed_ids], dtype=np.int64),
+        "base": np.frombuffer(base.SerializeToString(), dtype=np.uint8),
+    }
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def load_sessions(info: ModelInfo, threads: int) -> tuple[Any, Any]:
+    """(encoder, scorer) onnxruntime sessions; ~0.25 s of CPU, mostly reading the weights."""
+    check_runtime()
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    # One thread per run: batches run side by side instead (see Embedder), which avoids a
+    # two-thread barrier after each of the ~450 operators of a batch.
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    # The arena reuses buffers between batches. With batches capped at 1,024 tokens it also
+    # lowers peak RSS (360 vs 440-470 MiB for 100-token texts; 500-530 vs 490-500 MiB for
+    # 512-token texts) and saves the page faults of fresh buffers (sys 0.05 vs 0.7 s per 32
+    # texts of 512 tokens).
+    options.enable_cpu_mem_arena = True
+    options.log_severity_level = 3
+    session = _encoder_session(ort, options, info)
+    scorer_options = ort.SessionOptions()
+    scorer_options.intra_op_num_threads = threads
+    scorer_options.add_session_config_entry("session.intra_op.allow_spinning", ALLOW_SPINNING)
+    scorer_options.log_severity_level = 3
+    scorer = ort.InferenceSession(SCORER_ONNX, scorer_options, providers=["CPUExecutionProvider"])
+    return session, scorer
+
+
+def _encoder_session(ort: Any, options: Any, info: ModelInfo) -> Any:
+    """The encoder with every graph optimization except the disabled fusions. A saved optimized
+    copy would load 40-70 ms faster but cost ~120 MB of data-dir disk per model: not kept."""
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(
+        str(info.onnx_file),
+        options,
+        ["CPUExecutionProvider"],
+        disabled_optimizers=DISABLED_OPTIMIZERS,
+    )
+
+
+class ModelLoad:
+    """The sessions load from process start; the tokenizer is chosen by the first request.
+
+    Passages need the full SentencePiece model (~0.5 s, loading beside the sessions); a search
+    only needs its query's pieces (QueryTokenizer). Errors surface as answers to requests.
+    """
+
+    def __init__(self, model_dir: Path, cache_dir: Path | None, threads: int) -> None:
+        self.cache_dir = cache_dir
+        self.started = time.perf_counter()
+        self.sessions_ready = 0.0  # seconds after start
+        loader = ThreadPoolExecutor(1, "model-load")  # its exceptions re-raise in result()
+        self.info = loader.submit(load_model_info, model_dir, cache_dir, with_fingerprint=False)
+        self.sessions = loader.submit(self._load_sessions, threads)
+        self.pool = ThreadPoolExecutor(threads, "embed") if threads > 1 else None
+        self._embedders: dict[bool, Embedder] = {}
+
+    def _load_sessions(self, threads: int) -> tuple[Any, Any]:
+        sessions = load_sessions(self.info.result(), threads)
+        self.sessions_ready = time.perf_counter() - self.started
+        log.info("sessions loaded %.2f s after start", self.sessions_ready)
+        return sessions
+
+    def embedder(self, for_query: bool = False) -> Embedder:
+        """Full tokenizer, or the query tokenizer for short texts when a cache dir is given."""
+        for_query = for_query and self.cache_dir is not None
+        if for_query not in self._embedders:
+            info = self.info.result()  # a missing or broken folder is the first thing to report
+            encode = self._query_encode(info) if for_query else load_tokenizer(info).encode
+            session, scorer = self.sessions.result()
+            self._embedders[for_query] = Embedder(info, encode, session, scorer, self.pool)
+            log.info(
+                "%s ready %.2f s after start (sessions loaded at %.2f s)",
+                "query path" if for_query else "model",
+                time.perf_counter() - self.started,
+                self.sessions_ready,
+            )
+        return self._embedders[for_query]
+
+    def _query_encode(self, info: ModelInfo) -> Callable[[str], list[int]]:
+        assert self.cache_dir is not None
+        query = QueryTokenizer.open(info.tokenizer_file, self.cache_dir)
+
+        def encode(text: str) -> list[int]:
+            if query is not None and len(text) <= SUBSET_MAX_CHARS:
+                return query.encode(text)
+            return self.embedder().sp_encode(text)  # not Unigram, or a very long text
+
+        return encode
+
+
 class Embedder:
     """SentencePiece (XLM-R ids) + ONNX encoder + mean pooling + L2 normalisation."""
 
-    def __init__(self, info: ModelInfo, threads: int) -> None:
-        import onnxruntime as ort
-        import sentencepiece as spm
-
+    def __init__(
+        self,
+        info: ModelInfo,
+        sp_encode: Callable[[str], list[int]],
+        session: Any,
+        scorer: Any,
+        pool: ThreadPoolExecutor | None,
+    ) -> None:
         self.info = info
-        # Loading the 250k-piece tokenizer costs ~0.7 s CPU, as much as the session: both
-        # release the GIL, so they load side by side on the two cores.
-        tokenizer: dict[str, Any] = {}
-
-        def load_tokenizer() -> None:
-            try:
-                tokenizer["sp"] = spm.SentencePieceProcessor(model_file=str(info.tokenizer_file))
-            except Exception as exc:  # re-raised below in the calling thread
-                tokenizer["error"] = exc
-
-        loader = threading.Thread(target=load_tokenizer, name="tokenizer-load")
-        loader.start()
-        try:
-            self._load_sessions(ort, info, threads)
-        finally:
-            loader.join()
-        if "error" in tokenizer:
-            raise ModelError(
-                f"cannot load {info.tokenizer_file}: {tokenizer['error']}",
-                "re-download the model (python rag_server.py model fetch)",
-            )
-        self.sp = tokenizer["sp"]
-        if self.sp.unk_id() != 0 or self.sp.piece_to_id("<s>") != 1:
-            raise ModelError(
-                f"{info.tokenizer_file}: not an XLM-R SentencePiece layout (<unk>=0, <s>=1)",
-                "use an XLM-R family model such as paraphrase-multilingual-MiniLM-L12-v2",
-            )
-
-    def _load_sessions(self, ort: Any, info: ModelInfo, threads: int) -> None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        # The arena keeps peak buffers for the process lifetime: 484 vs 376 MiB peak RSS (32x100).
-        options.enable_cpu_mem_arena = False
-        options.add_session_config_entry("session.intra_op.allow_spinning", ALLOW_SPINNING)
-        options.log_severity_level = 3
-        self.session = ort.InferenceSession(
-            str(info.onnx_file), options, providers=["CPUExecutionProvider"]
-        )
-        self.input_names = [i.name for i in self.session.get_inputs()]
-        outputs = [o.name for o in self.session.get_outputs()]
+        self.sp_encode = sp_encode  # text -> SentencePiece ids
+        self.session = session
+        self.scorer = scorer
+        self.input_names = [i.name for i in session.get_inputs()]
+        outputs = [o.name for o in session.get_outputs()]
         self.output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
-        scorer_options = ort.SessionOptions()
-        scorer_options.intra_op_num_threads = threads
-        scorer_options.add_session_config_entry("session.intra_op.allow_spinning", ALLOW_SPINNING)
-        scorer_options.log_severity_level = 3
-        self.scorer = ort.InferenceSession(
-            SCORER_ONNX, scorer_options, providers=["CPUExecutionProvider"]
-        )
+        # The batches of one request run on the pool's threads at once (session.run releases
+        # the GIL); the batches are fixed first, so which thread runs one never changes a vector.
+        self.pool = pool
 
     def full_ids(self, text: str, kind: str) -> list[int]:
         """Model ids with <s> and </s>, not truncated (its length is the token count)."""
         prompt = self.info.query_prompt if kind == "query" else self.info.passage_prompt
-        pieces = self.sp.encode(prompt + text.strip())
+        pieces = self.sp_encode(prompt + text.strip())
         return [BOS_ID] + [UNK_ID if p == 0 else p + FAIRSEQ_OFFSET for p in pieces] + [EOS_ID]
 
     def truncate(self, ids: list[int]) -> list[int]:
@@ -134,8 +354,17 @@ class Embedder:
         full = [self.full_ids(t, kind) for t in texts]
         seqs = [self.truncate(ids) for ids in full]
         out = np.zeros((len(texts), self.info.dim), dtype=np.float16)
-        for batch in plan_batches([len(s) for s in seqs]):
-            out[batch] = self._run([seqs[i] for i in batch]).astype(np.float16)
+        batches = plan_batches([len(s) for s in seqs])
+
+        def run(batch: list[int]) -> np.ndarray:
+            return self._run([seqs[i] for i in batch])
+
+        if self.pool is not None and len(batches) > 1:
+            results = self.pool.map(run, batches)
+        else:
+            results = map(run, batches)
+        for batch, vectors in zip(batches, results, strict=True):
+            out[batch] = vectors.astype(np.float16)
         return out, [len(ids) for ids in full]
 
     def _run(self, seqs: list[list[int]]) -> np.ndarray:
@@ -189,99 +418,8 @@ def plan_batches(lengths: list[int]) -> list[list[int]]:
     return batches
 
 
-# Read-only scans map the file instead of copying every page through SQLite's cache: 60 vs
-# 100 ms to read 100k x 384 vectors. Only address space; the kernel pages it in and out.
-SCAN_MMAP_BYTES = 256 * 1024 * 1024
-
-Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
-
-
-class GenerationScanner:
-    """Streams a ready generation's blocks; a warm worker keeps the last one in memory.
-
-    Cold workers stream: holding 77 MB of fresh blocks cost 400 ms in page faults versus
-    100 ms for reading block by block into reused buffers. Generations are immutable once
-    ready, so the warm cache is keyed by (db, id, fingerprint, count, created_at).
-    """
-
-    def __init__(self, keep_in_memory: bool) -> None:
-        self.keep_in_memory = keep_in_memory
-        self.key: tuple[Any, ...] | None = None
-        self.blocks: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def scan(
-        self,
-        db: str,
-        generation: int,
-        expected_fingerprint: str | None,
-        dim: int,
-        visit: Callable[[np.ndarray, np.ndarray], None],
-    ) -> int:
-        """Call visit(chunk_ids, vectors) per block; returns the number of blocks."""
-        path = Path(db)
-        if not path.is_absolute() or not path.is_file():
-            raise RequestError(f"index not found: {db}", "pass the absolute path of the index")
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30)
-        try:
-            key = (str(path), *self._check(conn, generation, expected_fingerprint, dim))
-            if self.keep_in_memory and key == self.key:
-                blocks: Blocks = self.blocks
-            else:
-                conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
-                blocks = self._read(conn, generation, dim)
-                if self.keep_in_memory:
-                    self.key, self.blocks = None, []  # never a half-read cache
-                    self.blocks = list(blocks)
-                    self.key, blocks = key, self.blocks
-            count = 0
-            for ids, vectors in blocks:
-                visit(ids, vectors)
-                count += 1
-            return count
-        finally:
-            conn.close()
-
-    @staticmethod
-    def _check(
-        conn: sqlite3.Connection, generation: int, expected_fingerprint: str | None, dim: int
-    ) -> tuple[Any, ...]:
-        row = conn.execute(
-            "SELECT fingerprint, dim, ready, vector_count, created_at "
-            "FROM semantic_generations WHERE id = ?",
-            (generation,),
-        ).fetchone()
-        if row is None or not row[2]:
-            raise RequestError(
-                f"semantic generation {generation} is not ready",
-                "run a sync so the semantic index is built",
-            )
-        fingerprint, gen_dim, _, count, created = row
-        if expected_fingerprint and fingerprint != expected_fingerprint:
-            raise RequestError(
-                "the semantic index was built with another model",
-                "run a sync to rebuild the semantic index for the current model",
-            )
-        if gen_dim != dim:
-            raise RequestError(
-                f"index dimension {gen_dim} differs from the model's {dim}",
-                "run a sync to rebuild the semantic index for the current model",
-            )
-        return (generation, fingerprint, count, created)
-
-    @staticmethod
-    def _read(
-        conn: sqlite3.Connection, generation: int, dim: int
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        for ids_blob, vec_blob, n in conn.execute(
-            "SELECT chunk_ids, vectors, count FROM semantic_blocks "
-            "WHERE generation_id = ? ORDER BY block_no",
-            (generation,),
-        ):
-            yield vector_pack.unpack_ids(ids_blob), vector_pack.unpack_vectors(vec_blob, n, dim)
-
-
 class Worker:
-    """Dispatches requests; the model loads on first use so `info` errors stay cheap."""
+    """Dispatches requests; the model loads in the background from `preload()` or first use."""
 
     def __init__(
         self, model_dir: Path, threads: int, cache_dir: Path | None, *, warm: bool = False
@@ -289,20 +427,19 @@ class Worker:
         self.model_dir = model_dir
         self.threads = threads
         self.cache_dir = cache_dir
-        self._embedder: Embedder | None = None
+        self._load: ModelLoad | None = None
         self._fingerprint: str | None = None
-        self.scanner = GenerationScanner(keep_in_memory=warm)
+        self.scanner = vector_pack.GenerationScanner(keep_in_memory=warm)
 
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            missing = [m for m in ("onnxruntime", "sentencepiece") if not _importable(m)]
-            if missing:
-                raise RequestError(f"not installed: {', '.join(missing)}", INSTALL_HINT)
-            info = load_model_info(self.model_dir, self.cache_dir, with_fingerprint=False)
-            started = time.perf_counter()
-            self._embedder = Embedder(info, self.threads)
-            log.info("loaded %s in %.2f s", info.onnx_file, time.perf_counter() - started)
-        return self._embedder
+    def preload(self) -> None:
+        """Start loading now, so the first request finds the sessions (nearly) ready."""
+        if self._load is None:
+            self._load = ModelLoad(self.model_dir, self.cache_dir, self.threads)
+
+    def embedder(self, for_query: bool = False) -> Embedder:
+        self.preload()
+        assert self._load is not None
+        return self._load.embedder(for_query)
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
@@ -349,7 +486,7 @@ class Worker:
             raise RequestError(f"bad search request: {exc}", "needs db, generation, query") from exc
         if top_k < 1:
             raise RequestError("top_k must be at least 1", "pass top_k >= 1")
-        embedder = self.embedder()
+        embedder = self.embedder(for_query=True)
         t0 = time.perf_counter()
         vectors, _ = embedder.embed([query], "query")
         q = vectors[0].astype(np.float32)
@@ -387,48 +524,12 @@ def _kind(request: dict[str, Any]) -> str:
     return str(kind)
 
 
-def _importable(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
-
-
-class LineReader:
-    """Lines from a file descriptor with an idle timeout (select + os.read: no hidden buffer)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buffer = bytearray()
-        self.eof = False
-
-    def readline(self, timeout: float | None) -> bytes | None:
-        """A line without its newline; None on EOF or when `timeout` seconds pass idle."""
-        scanned = 0  # bytes already searched for a newline: long lines stay linear
-        while (newline := self.buffer.find(b"\n", scanned)) < 0:
-            if self.eof:
-                rest = bytes(self.buffer)
-                self.buffer.clear()
-                return rest or None
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
-                return None
-            data = os.read(self.fd, 1 << 16)
-            self.eof = not data
-            scanned = len(self.buffer)
-            self.buffer += data
-            if len(self.buffer) > MAX_LINE_BYTES:
-                raise RequestError("request line too long", "send fewer texts per request")
-        line = bytes(self.buffer[:newline])
-        del self.buffer[: newline + 1]
-        return line
-
-
 def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float | None) -> int:
     while True:
         try:
             line = reader.readline(idle_seconds)
-        except RequestError as exc:
-            _reply(out, {"ok": False, "error": str(exc), "hint": exc.hint})
+        except LineTooLong as exc:
+            _reply(out, {"ok": False, "error": str(exc), "hint": "send fewer texts per request"})
             return 1
         if line is None:
             log.info("stdin closed or idle for %s s: exiting", idle_seconds)
@@ -447,7 +548,7 @@ def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float
             return 0
         try:
             response = worker.handle(request)
-        except (RequestError, ModelError) as exc:
+        except (RequestError, ModelError, vector_pack.ScanError) as exc:
             response = {"ok": False, "error": str(exc), "hint": exc.hint}
         except Exception as exc:  # the protocol must survive anything; details go to the log
             log.exception("request %s failed", request.get("op"))
@@ -471,7 +572,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--idle-seconds", type=float, default=None, help="warm mode: exit when idle"
     )
-    parser.add_argument("--cache-dir", type=Path, default=None, help="model hash cache folder")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=None,
+        help="cache folder: model hashes, query tokenizer index",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s semantic_worker %(message)s"
@@ -482,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
     idle = args.idle_seconds if args.idle_seconds and args.idle_seconds > 0 else None
     worker = Worker(args.model_dir, max(1, args.threads), args.cache_dir, warm=idle is not None)
+    worker.preload()
     return serve(worker, LineReader(sys.stdin.fileno()), protocol_out, idle)
 
 

@@ -3,18 +3,24 @@
 1. Embedding throughput on N threads with the real model: chunks/s for ~100-token chunks,
    through the worker alone and through build_generation (SQLite writes included).
 2. Cold query latency: spawn + model load + query embed + exact scan of V vectors (default
-   100k, random unit vectors stored as a ready generation of the model's fingerprint).
+   100k, random unit vectors stored as a ready generation of the model's fingerprint), with
+   the worker's own split (load, embed, scan) read from its log.
 3. Warm query latency: the same through a worker kept alive (--idle-seconds).
 4. Peak RSS (VmHWM) of the worker in each role.
 
+Every timing is repeated (--runs, --queries) and reported as best and median beside the load
+average: the target machines have 2 cores shared with other work.
+
     python bench/bench_semantic.py [--model-dir DIR] [--threads 2] [--chunks 512]
-                                   [--vectors 100000] [--queries 7]
+                                   [--vectors 100000] [--queries 7] [--runs 3]
+                                   [--only throughput,cold,warm]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -79,7 +85,26 @@ def make_chunks(worker: rag_semantic.SemanticWorker, count: int) -> list[str]:
     return trimmed
 
 
-def bench_throughput(model: Path, threads: int, count: int, work: Path) -> list[str]:
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of a process so far (contention-proof work measure)."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def spread(values: list[float], unit: str = "", scale: float = 1.0, digits: int = 1) -> str:
+    """'best X, median Y' where best is the largest rate or the smallest time."""
+    best = max(values) if unit.endswith("/s") else min(values)
+    med = statistics.median(values)
+    return f"best {best * scale:.{digits}f}{unit}, median {med * scale:.{digits}f}{unit}"
+
+
+def load_average() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def bench_throughput(model: Path, threads: int, count: int, runs: int, work: Path) -> None:
     with rag_semantic.SemanticWorker(
         model, log_path=work / "worker.log", cache_dir=work / "cache", threads=threads
     ) as worker:
@@ -88,38 +113,43 @@ def bench_throughput(model: Path, threads: int, count: int, work: Path) -> list[
         load_s = time.perf_counter() - t0
         texts = make_chunks(worker, count)
         tokens = worker.count_tokens(texts)
-        t0 = time.perf_counter()
-        for start in range(0, len(texts), rag_semantic.EMBED_REQUEST_TEXTS):
-            worker.embed(texts[start : start + rag_semantic.EMBED_REQUEST_TEXTS])
-        embed_s = time.perf_counter() - t0
+        rates, per_cpu = [], []
+        for _ in range(runs):
+            t0, c0 = time.perf_counter(), cpu_seconds(worker.pid)
+            for start in range(0, len(texts), rag_semantic.EMBED_REQUEST_TEXTS):
+                worker.embed(texts[start : start + rag_semantic.EMBED_REQUEST_TEXTS])
+            rates.append(count / (time.perf_counter() - t0))
+            per_cpu.append(count / (cpu_seconds(worker.pid) - c0))
         rss = peak_rss_mib(worker.pid)
     print(
         f"worker embed: {count} chunks, mean {statistics.mean(tokens):.0f} tokens "
-        f"(min {min(tokens)}, max {max(tokens)}), {threads} threads: "
-        f"{count / embed_s:.1f} chunks/s ({embed_s:.2f} s); model load + first embed "
-        f"{load_s:.2f} s; worker peak RSS {rss:.0f} MiB"
+        f"(min {min(tokens)}, max {max(tokens)}), {threads} threads, {runs} runs: "
+        f"{spread(rates, ' chunks/s')} ({spread(per_cpu, ' chunks/s')} per worker CPU "
+        f"second); spawn + load + first embed {load_s:.2f} s; worker peak RSS {rss:.0f} MiB; "
+        f"{load_average()}"
     )
-    conn = rag_db.open_index(work / "build.sqlite3")
-    add_document(conn, "bench.md", texts)
-    stamps: list[float] = []
-    t0 = time.perf_counter()
-    result = rag_semantic.build_generation(
-        conn,
-        model,
-        cache_dir=work / "cache",
-        log_path=work / "worker.log",
-        threads=threads,
-        progress=lambda done, total: stamps.append(time.perf_counter()),
-    )
-    total_s = time.perf_counter() - t0
-    steady = (count - rag_semantic.EMBED_REQUEST_TEXTS) / (stamps[-1] - stamps[1])
+    ends, steadies = [], []
+    for run in range(runs):
+        conn = rag_db.open_index(work / f"build{run}.sqlite3")
+        add_document(conn, "bench.md", texts)
+        stamps: list[float] = []
+        t0 = time.perf_counter()
+        result = rag_semantic.build_generation(
+            conn,
+            model,
+            cache_dir=work / "cache",
+            log_path=work / "worker.log",
+            threads=threads,
+            progress=lambda done, total, stamps=stamps: stamps.append(time.perf_counter()),
+        )
+        ends.append(result.embedded / (time.perf_counter() - t0))
+        steadies.append((count - rag_semantic.EMBED_REQUEST_TEXTS) / (stamps[-1] - stamps[1]))
+        conn.close()
     print(
-        f"build_generation: {result.embedded} chunks in {total_s:.2f} s end to end "
-        f"({result.embedded / total_s:.1f} chunks/s incl. spawn+load); steady "
-        f"{steady:.1f} chunks/s after the first request"
+        f"build_generation, {count} chunks, {runs} runs: end to end incl. spawn + load "
+        f"{spread(ends, ' chunks/s')}; steady after the first request "
+        f"{spread(steadies, ' chunks/s')}; {load_average()}"
     )
-    conn.close()
-    return texts
 
 
 def make_big_index(model: Path, vectors: int, work: Path) -> Path:
@@ -152,57 +182,74 @@ def make_big_index(model: Path, vectors: int, work: Path) -> Path:
     return db
 
 
-def bench_queries(model: Path, threads: int, vectors: int, queries: int, work: Path) -> None:
+READY = re.compile(r"query path ready ([\d.]+) s after start \(sessions loaded at ([\d.]+) s\)")
+SEARCHED = re.compile(r"embed (\d+) ms, read\+scan (\d+) ms")
+
+
+def worker_split(log: Path, since: int) -> str:
+    """Medians of the worker's own timings logged after byte `since` of its log."""
+    text = log.read_text(encoding="utf-8", errors="replace")[since:]
+    ready = [(float(m.group(1)), float(m.group(2))) for m in READY.finditer(text)]
+    searches = [(int(e), int(r)) for e, r in SEARCHED.findall(text)]
+    if not (ready and searches):
+        return "worker split: not found in the log"
+    return (
+        f"worker split (medians): query path ready "
+        f"{statistics.median(r for r, _ in ready):.2f} s after the worker started loading (ONNX "
+        f"sessions loaded at {statistics.median(s for _, s in ready):.2f} s); query embed "
+        f"{statistics.median(e for e, _ in searches)} ms; read + scan "
+        f"{statistics.median(r for _, r in searches)} ms"
+    )
+
+
+def bench_queries(
+    model: Path, threads: int, vectors: int, queries: int, work: Path, modes: set[str]
+) -> None:
     db = make_big_index(model, vectors, work)
     q = "How long do I have to pay the invoice?"
-    cold = []
-    for _ in range(queries):
+    log = work / "query.log"
+    log.touch()
+    if "cold" in modes:
         t0 = time.perf_counter()
-        hits = rag_semantic.query(
-            db,
-            model,
-            q,
-            10,
-            cache_dir=work / "cache",
-            log_path=work / "worker.log",
-            threads=threads,
+        rag_semantic.query(db, model, q, 10, cache_dir=work / "cache", log_path=log)
+        print(
+            "first cold query (a new cache dir: builds the query tokenizer index): "
+            f"{(time.perf_counter() - t0) * 1000:.0f} ms"
         )
-        cold.append(time.perf_counter() - t0)
-        assert len(hits) == 10
-    print(
-        f"cold query over {vectors} vectors: median {statistics.median(cold) * 1000:.0f} ms, "
-        f"min {min(cold) * 1000:.0f} ms, max {max(cold) * 1000:.0f} ms ({queries} runs)"
-    )
+        since = log.stat().st_size
+        cold = []
+        for _ in range(queries):
+            t0 = time.perf_counter()
+            hits = rag_semantic.query(
+                db, model, q, 10, cache_dir=work / "cache", log_path=log, threads=threads
+            )
+            cold.append(time.perf_counter() - t0)
+            assert len(hits) == 10
+        print(
+            f"cold query over {vectors} vectors, {queries} runs: "
+            f"{spread(cold, ' ms', 1000, 0)} (max {max(cold) * 1000:.0f} ms); {load_average()}"
+        )
+        print("  " + worker_split(log, since))
+    if "warm" not in modes:
+        return
     with rag_semantic.SemanticWorker(
-        model,
-        log_path=work / "worker.log",
-        cache_dir=work / "cache",
-        threads=threads,
-        idle_seconds=120,
+        model, log_path=log, cache_dir=work / "cache", threads=threads, idle_seconds=120
     ) as warm:
         t0 = time.perf_counter()
-        rag_semantic.query(
-            db, model, q, 10, cache_dir=work / "cache", log_path=work / "worker.log", worker=warm
-        )
+        rag_semantic.query(db, model, q, 10, cache_dir=work / "cache", log_path=log, worker=warm)
         first = time.perf_counter() - t0
         times = []
         for i in range(queries * 3):
             t0 = time.perf_counter()
             rag_semantic.query(
-                db,
-                model,
-                f"{q} {i}",
-                10,
-                cache_dir=work / "cache",
-                log_path=work / "worker.log",
-                worker=warm,
+                db, model, f"{q} {i}", 10, cache_dir=work / "cache", log_path=log, worker=warm
             )
             times.append(time.perf_counter() - t0)
         rss = peak_rss_mib(warm.pid)
     print(
-        f"warm query over {vectors} vectors: median {statistics.median(times) * 1000:.1f} ms, "
-        f"min {min(times) * 1000:.1f} ms ({len(times)} runs; first call incl. load "
-        f"{first * 1000:.0f} ms); warm worker peak RSS {rss:.0f} MiB"
+        f"warm query over {vectors} vectors, {len(times)} runs: {spread(times, ' ms', 1000)} "
+        f"(first call incl. load {first * 1000:.0f} ms); warm worker peak RSS {rss:.0f} MiB; "
+        f"{load_average()}"
     )
 
 
@@ -213,13 +260,18 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=512)
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", default="throughput,cold,warm")
     args = parser.parse_args()
-    print(f"model {args.model_dir}; cpus {os.cpu_count()}; load average {os.getloadavg()}")
+    modes = set(args.only.split(","))
+    print(f"model {args.model_dir}; cpus {os.cpu_count()}; {load_average()}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        bench_throughput(args.model_dir, args.threads, args.chunks, work)
-        bench_queries(args.model_dir, args.threads, args.vectors, args.queries, work)
-    print(f"load average at the end {os.getloadavg()}")
+        if "throughput" in modes:
+            bench_throughput(args.model_dir, args.threads, args.chunks, args.runs, work)
+        if modes & {"cold", "warm"}:
+            bench_queries(args.model_dir, args.threads, args.vectors, args.queries, work, modes)
+    print(f"at the end: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -7,12 +7,14 @@ only in `semantic_worker.py`, which runs as a subprocess.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import json
 import os
 import platform
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -130,6 +132,7 @@ def discover_model_dir(explicit: Path | None, repo_id: str = DEFAULT_REPO_ID) ->
     return find_in_hf_cache(repo_id)
 
 
+@functools.cache  # the CPU does not change under a running process; reading /proc costs ~0.4 ms
 def cpu_features() -> frozenset[str]:
     """x86 `flags` or ARM `Features` from /proc/cpuinfo, plus the machine name (e.g. arm64)."""
     features: set[str] = set()
@@ -250,7 +253,8 @@ class _HashCache:
         if not (self.path and self.dirty):
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        # Unique per thread too: a worker hashes its tokenizer and its encoder side by side.
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         tmp.write_text(json.dumps(self.entries, sort_keys=True), encoding="utf-8")
         os.replace(tmp, self.path)
 
@@ -330,6 +334,15 @@ def _fingerprint(
     with contextlib.suppress(OSError):  # a read-only cache dir only costs speed
         hashes.save()
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def file_sha256(file: Path, cache_dir: Path | None) -> str:
+    """sha256 of a model file, through the same (path, size, mtime) cache as the fingerprint."""
+    hashes = _HashCache(cache_dir)
+    value = hashes.sha256(file)
+    with contextlib.suppress(OSError):  # a read-only cache dir only costs speed
+        hashes.save()
+    return value
 
 
 def missing_runtime_modules() -> list[str]:

@@ -1,4 +1,4 @@
-"""Pack float16 vectors, chunk ids and text hashes into BLOB blocks, and score them exactly.
+"""Pack float16 vectors, chunk ids and text hashes into BLOB blocks, read them back, score them.
 
 numpy only: the search path and the sync worker use it without any ML runtime.
 """
@@ -8,8 +8,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import heapq
-from collections.abc import Iterable, Sequence
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,3 +143,102 @@ def exact_top_k(
     for ids, vectors in blocks:
         top.add(ids, vectors.astype(np.float32) @ q)
     return top.result()
+
+
+class ScanError(ValueError):
+    """A generation that cannot be scanned; `hint` says what to do."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+# Read-only scans map the file instead of copying every page through SQLite's cache: 60 vs
+# 100 ms to read 100k x 384 vectors. Only address space; the kernel pages it in and out.
+SCAN_MMAP_BYTES = 256 * 1024 * 1024
+
+Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
+
+
+class GenerationScanner:
+    """Streams a ready generation's blocks; a warm worker keeps the last one in memory.
+
+    Cold workers stream: holding 100k x 384 fresh blocks cost 50 ms (page faults) versus 20 ms
+    reading block by block into reused buffers. Generations are immutable once ready, so the
+    warm cache is keyed by (db, id, fingerprint, count, created_at).
+    """
+
+    def __init__(self, keep_in_memory: bool) -> None:
+        self.keep_in_memory = keep_in_memory
+        self.key: tuple[Any, ...] | None = None
+        self.blocks: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def scan(
+        self,
+        db: str,
+        generation: int,
+        expected_fingerprint: str | None,
+        dim: int,
+        visit: Callable[[np.ndarray, np.ndarray], None],
+    ) -> int:
+        """Call visit(chunk_ids, vectors) per block; returns the number of blocks."""
+        path = Path(db)
+        if not path.is_absolute() or not path.is_file():
+            raise ScanError(f"index not found: {db}", "pass the absolute path of the index")
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            key = (str(path), *self._check(conn, generation, expected_fingerprint, dim))
+            if self.keep_in_memory and key == self.key:
+                blocks: Blocks = self.blocks
+            else:
+                conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
+                blocks = self._read(conn, generation, dim)
+                if self.keep_in_memory:
+                    self.key, self.blocks = None, []  # never a half-read cache
+                    self.blocks = list(blocks)
+                    self.key, blocks = key, self.blocks
+            count = 0
+            for ids, vectors in blocks:
+                visit(ids, vectors)
+                count += 1
+            return count
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _check(
+        conn: sqlite3.Connection, generation: int, expected_fingerprint: str | None, dim: int
+    ) -> tuple[Any, ...]:
+        row = conn.execute(
+            "SELECT fingerprint, dim, ready, vector_count, created_at "
+            "FROM semantic_generations WHERE id = ?",
+            (generation,),
+        ).fetchone()
+        if row is None or not row[2]:
+            raise ScanError(
+                f"semantic generation {generation} is not ready",
+                "run a sync so the semantic index is built",
+            )
+        fingerprint, gen_dim, _, count, created = row
+        if expected_fingerprint and fingerprint != expected_fingerprint:
+            raise ScanError(
+                "the semantic index was built with another model",
+                "run a sync to rebuild the semantic index for the current model",
+            )
+        if gen_dim != dim:
+            raise ScanError(
+                f"index dimension {gen_dim} differs from the model's {dim}",
+                "run a sync to rebuild the semantic index for the current model",
+            )
+        return (generation, fingerprint, count, created)
+
+    @staticmethod
+    def _read(
+        conn: sqlite3.Connection, generation: int, dim: int
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for ids_blob, vec_blob, n in conn.execute(
+            "SELECT chunk_ids, vectors, count FROM semantic_blocks "
+            "WHERE generation_id = ? ORDER BY block_no",
+            (generation,),
+        ):
+            yield unpack_ids(ids_blob), unpack_vectors(vec_blob, n, dim)

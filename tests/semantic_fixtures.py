@@ -17,6 +17,25 @@ from pathlib import Path
 import numpy as np
 
 REAL_MODEL_DIR = Path(__file__).resolve().parents[2] / "shared/models/multilingual-e5-small-int8"
+EVAL_DIR = Path(__file__).resolve().parents[2] / "shared/eval"
+# Texts the tokenizers are known to treat specially: normalisation, unknown pieces, whitespace.
+EDGE_CASES = [
+    "π ≈ 3.1416, e ≈ 2.7183, √2 ≈ 1.4142",
+    "ｆｕｌｌ　ｗｉｄｔｈ ＡＢＣ",
+    "ﬁnance ligature",
+    "cafe\u0301 combining accent",
+    "a\u00a0non-breaking space",
+    "zero\u200bwidth space",
+    "emoji 😀🎉 and ✓",
+    "𠀀𠀁 CJK extension B",
+    "𝐀𝐁𝐂 mathematical letters",
+    "  leading,   inner   and trailing spaces  ",
+    "",
+    "SELECT * FROM t WHERE x = '1';",
+    "Ёлка и ёж, ё/е",
+    "中文测试句子",
+    "ค่ะ 123 ๑๒๓ กรุงเทพฯ",
+]
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog.",
@@ -35,15 +54,24 @@ CORPUS = [
 DEFAULT_PROMPTS = {"query": "query: ", "passage": "passage: "}
 
 
-def train_sentencepiece(sentences: Sequence[str] = CORPUS) -> bytes:
-    """A small unigram model with XLM-R's special-id layout, trained in memory."""
+def real_sentences(per_set: int = 80) -> list[str]:
+    """Real questions in English, Russian and Thai: up to `per_set` from each evaluation set."""
+    sentences: dict[str, None] = {}  # ordered and without the sets' shared questions
+    for golden in sorted(EVAL_DIR.glob("*/golden.json")):
+        queries = json.loads(golden.read_text(encoding="utf-8"))["queries"]
+        sentences.update((q["query"], None) for q in queries[:per_set])
+    return list(sentences)
+
+
+def train_sentencepiece(sentences: Sequence[str] = CORPUS, model_type: str = "unigram") -> bytes:
+    """A small model (unigram unless told) with XLM-R's special-id layout, trained in memory."""
     import sentencepiece as spm
 
     buffer = io.BytesIO()
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(list(sentences) * 4),
         model_writer=buffer,
-        model_type="unigram",
+        model_type=model_type,
         vocab_size=160,
         hard_vocab_limit=False,
         character_coverage=1.0,

@@ -307,6 +307,55 @@ def test_search_returns_the_chunk_whose_text_matches_the_query(
     assert filler[0] not in [cid for cid, _ in cold[:1]]
 
 
+def test_a_query_given_the_health_state_needs_no_model_folder_and_refuses_when_off(
+    index: sqlite3.Connection, tiny_model: Path, tmp_path: Path
+) -> None:
+    ids = add_document(index, "a.md", CORPUS)
+    build(index, tiny_model, tmp_path)
+    db, cache = tmp_path / "index.sqlite3", tmp_path / "cache"
+    state = semantic_state(index, tiny_model, True, cache, check_chunks=False)
+    assert state.model is not None and state.generation is not None
+    plain = rag_semantic.query(
+        db, tiny_model, CORPUS[2], 3, cache_dir=cache, log_path=tmp_path / "q.log"
+    )
+    folded = rag_semantic.query(
+        db,
+        tmp_path / "not-consulted",
+        CORPUS[2],
+        3,
+        cache_dir=cache,
+        log_path=tmp_path / "q.log",
+        state=state,
+    )
+    assert folded == plain and folded[0][0] == ids[2]
+    off = semantic_state(index, tiny_model, False, cache)
+    with pytest.raises(NotReadyError) as error:
+        rag_semantic.query(
+            db, None, "lake", 3, cache_dir=cache, log_path=tmp_path / "q.log", state=off
+        )
+    assert "--semantic on" in error.value.hint
+
+
+def test_a_cache_dir_that_cannot_be_written_only_costs_speed(
+    index: sqlite3.Connection, tiny_model: Path, tmp_path: Path
+) -> None:
+    ids = add_document(index, "a.md", CORPUS)
+    not_a_dir = tmp_path / "cache-is-a-file"
+    not_a_dir.write_text("in the way")
+    built = build_generation(index, tiny_model, cache_dir=not_a_dir, log_path=tmp_path / "w.log")
+    assert (built.status, built.embedded) == ("built", len(CORPUS))
+    hits = rag_semantic.query(
+        tmp_path / "index.sqlite3",
+        tiny_model,
+        CORPUS[7],
+        3,
+        cache_dir=not_a_dir,
+        log_path=tmp_path / "q.log",
+    )
+    assert hits[0][0] == ids[7]
+    assert not_a_dir.read_text() == "in the way"
+
+
 def test_query_refuses_an_index_built_with_another_model_or_never_built(
     index: sqlite3.Connection, tiny_model: Path, other_model: Path, tmp_path: Path
 ) -> None:
@@ -382,3 +431,10 @@ def test_real_model_finds_the_thai_and_russian_passages_for_an_english_query(
     )
     assert {cid for cid, _ in hits[:2]} == set(matches)
     assert 0.0 < hits[0][1] <= 1.0
+    # The search path tokenizes with the query tokenizer, embed with the full model: same vector.
+    with SemanticWorker(REAL_MODEL_DIR, log_path=tmp_path / "e.log") as worker:
+        query = worker.embed(["How do I reset my password?"], "query").vectors[0]
+    stored = stored_vectors(index, built.generation_id, 384)
+    for cid, score in hits:
+        passage = np.frombuffer(stored[cid], dtype=np.float16).astype(np.float32)
+        assert score == pytest.approx(float(query.astype(np.float32) @ passage), abs=1e-5)

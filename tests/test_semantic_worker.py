@@ -14,12 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sentencepiece as spm
-from semantic_fixtures import REAL_MODEL_DIR, build_tiny_model
+from semantic_fixtures import (
+    CORPUS,
+    EDGE_CASES,
+    REAL_MODEL_DIR,
+    build_tiny_model,
+    real_sentences,
+    train_sentencepiece,
+)
 
 import semantic_worker
 from helpers import semantic_model
 from helpers.semantic_model import ModelError, check_availability, load_model_info
-from rag_semantic import SemanticWorker, WorkerError, WorkerTimeout
+from rag_semantic_client import LineReader, SemanticWorker, WorkerError, WorkerTimeout
 
 HF_REPO_FOLDER = "models--sentence-transformers--paraphrase-multilingual-MiniLM-L12-v2"
 
@@ -106,6 +113,48 @@ def test_the_same_texts_embed_to_identical_bytes_every_time(worker: SemanticWork
     assert first.tobytes() == second.tobytes()
 
 
+def test_two_threads_give_the_same_bytes_as_one(tiny_model: Path, tmp_path: Path) -> None:
+    texts = [f"{CORPUS[n % len(CORPUS)]} {n}" for n in range(45)]  # six batches
+    results = []
+    for threads in (1, 2):
+        with SemanticWorker(
+            tiny_model, log_path=tmp_path / "w.log", cache_dir=tmp_path, threads=threads
+        ) as w:
+            results.append(w.embed(texts).vectors.tobytes())
+    assert len(semantic_worker.plan_batches([len(t) for t in texts])) > 2
+    assert results[0] == results[1]
+
+
+def test_the_worker_loads_its_sessions_before_the_first_request(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "w.log"
+    with SemanticWorker(tiny_model, log_path=log, cache_dir=tmp_path) as w:
+        deadline = time.monotonic() + 60
+        while "sessions loaded" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "sessions loaded" in log.read_text()  # no request was sent yet
+        assert w.embed(["Lake Baikal"]).vectors.shape == (1, 32)
+
+
+def test_query_tokenizer_ids_equal_the_full_tokenizers_on_a_tiny_model(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    tokenizer = tiny_model / "sentencepiece.bpe.model"
+    full = spm.SentencePieceProcessor(model_file=str(tokenizer))
+    query = semantic_worker.QueryTokenizer.open(tokenizer, tmp_path)
+    assert query is not None
+    for text in [*CORPUS, *EDGE_CASES, "words the model never saw: xyzzy ЖЖЖ"]:
+        assert query.encode("query: " + text) == full.encode("query: " + text), text
+
+
+def test_a_bpe_tokenizer_gets_no_query_tokenizer(tmp_path: Path) -> None:
+    bpe = tmp_path / "bpe.model"
+    bpe.write_bytes(train_sentencepiece(model_type="bpe"))
+    assert semantic_worker.QueryTokenizer.open(bpe, tmp_path / "cache") is None
+    assert semantic_worker.QueryTokenizer.open(bpe, tmp_path / "cache") is None  # from the index
+
+
 def test_batches_are_sorted_by_length_and_capped() -> None:
     lengths = [500, 3, 40, 3, 512, 600, 7, 9, 11, 13, 15, 17, 19, 21]
     batches = semantic_worker.plan_batches(lengths)
@@ -146,7 +195,7 @@ def test_bad_requests_get_json_errors_with_hints_and_no_traceback(tiny_model: Pa
 
 def test_line_reader_reassembles_long_lines_and_reports_idle_and_eof() -> None:
     read_fd, write_fd = os.pipe()
-    reader = semantic_worker.LineReader(read_fd)
+    reader = LineReader(read_fd)
     long_line = b"x" * 300_000  # several os.read calls
     assert reader.readline(timeout=0.01) is None  # nothing written yet: idle
     writer = threading.Thread(target=os.write, args=(write_fd, long_line + b"\nsecond\ntail"))
@@ -354,3 +403,64 @@ def test_real_model_gives_unit_384_dim_vectors_with_e5_prompts(
     norms = np.linalg.norm(embedding.vectors.astype(np.float32), axis=1)
     assert np.allclose(norms, 1.0, atol=2e-3)
     assert list(embedding.tokens) == [spm_count(real_model, "query: " + t) for t in texts]
+
+
+def test_real_query_tokenizer_ids_equal_the_full_tokenizers_on_real_sentences(
+    real_model: Path, tmp_path: Path
+) -> None:
+    tokenizer = real_model / "sentencepiece.bpe.model"
+    full = spm.SentencePieceProcessor(model_file=str(tokenizer))
+    query = semantic_worker.QueryTokenizer.open(tokenizer, tmp_path)
+    assert query is not None
+    texts = [f"query: {t}" for t in [*real_sentences(), *EDGE_CASES]]
+    mismatched = [t for t in texts if query.encode(t) != full.encode(t)]
+    assert mismatched == []
+    assert len(texts) > 300
+
+
+def reference_vectors(model: Path, texts: list[str]) -> np.ndarray:
+    """The embedding path before the speed work: onnxruntime defaults (every fusion), two
+    intra-op threads, batches of up to 8 texts / 2,048 padded tokens run one after another."""
+    import onnxruntime as ort
+
+    sp = spm.SentencePieceProcessor(model_file=str(model / "sentencepiece.bpe.model"))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    session = ort.InferenceSession(
+        str(model / "onnx" / "model_quantized.onnx"), options, ["CPUExecutionProvider"]
+    )
+    seqs = [[0] + [3 if p == 0 else p + 1 for p in sp.encode("passage: " + t)] + [2] for t in texts]
+    order = sorted(range(len(seqs)), key=lambda i: (len(seqs[i]), i))
+    out = np.zeros((len(texts), 384), dtype=np.float32)
+    batch: list[int] = []
+    for index in [*order, None]:
+        width = len(seqs[index]) if index is not None else 0
+        if batch and (index is None or len(batch) >= 8 or (len(batch) + 1) * width > 2048):
+            longest = max(len(seqs[i]) for i in batch)
+            ids = np.full((len(batch), longest), 1, dtype=np.int64)
+            mask = np.zeros_like(ids)
+            for row, i in enumerate(batch):
+                ids[row, : len(seqs[i])], mask[row, : len(seqs[i])] = seqs[i], 1
+            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": 0 * ids}
+            hidden = session.run(None, feed)[0]
+            pooled = (hidden * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
+            out[batch] = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+            batch = []
+        if index is not None:
+            batch.append(index)
+    return out
+
+
+def test_real_model_vectors_stay_equivalent_to_the_previous_settings(
+    real_model: Path, tmp_path: Path
+) -> None:
+    texts = real_sentences()
+    vectors = []
+    for _ in range(2):  # two fresh workers: the same bytes every time
+        with SemanticWorker(real_model, log_path=tmp_path / "w.log", cache_dir=tmp_path) as w:
+            vectors.append(w.embed(texts).vectors)
+    assert vectors[0].tobytes() == vectors[1].tobytes()
+    cosines = np.sum(vectors[0].astype(np.float32) * reference_vectors(real_model, texts), axis=1)
+    assert len(texts) > 250
+    assert cosines.min() >= 0.99
+    assert np.median(cosines) >= 0.995

@@ -1,0 +1,283 @@
+"""Client of `semantic_worker.py`: spawn it, speak its JSON-lines protocol, enforce timeouts.
+
+No ML import here (numpy only, to decode vectors). Every failure becomes a typed
+`SemanticError` whose hint names the worker log, so callers never see a raw pipe error.
+The worker reads its requests with `LineReader`, the other end of the same line framing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import queue
+import select
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import numpy as np
+
+from helpers import vector_pack
+
+WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
+DEFAULT_THREADS = 2  # the target machines have 2 cores
+# Per request: model load (~0.5-1 s) plus one embed request (~0.5 s for 64 texts of 100
+# tokens on 2 cores); generous for slow or busy machines, short enough to notice a hung worker.
+DEFAULT_TIMEOUT_S = 120.0
+CLOSE_WAIT_S = 5.0  # a worker asked to quit exits at once; after this it is killed
+MAX_LINE_BYTES = 64 * 1024 * 1024  # one request line; a runaway client cannot exhaust memory
+
+Kind = Literal["passage", "query"]
+
+
+class SemanticError(Exception):
+    """Base of the semantic channel's errors; `hint` says what to do."""
+
+    def __init__(self, message: str, hint: str) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class WorkerError(SemanticError):
+    """The worker answered {"ok": false}."""
+
+
+class WorkerCrashed(SemanticError):
+    """The worker exited (or was killed) before answering."""
+
+
+class WorkerTimeout(SemanticError):
+    """The worker did not answer in time and was killed."""
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    fingerprint: str
+    dim: int
+    model_file: str
+    model_name: str
+    max_seq_length: int
+    prompts: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Embedding:
+    vectors: np.ndarray  # float16 [n, dim], unit rows
+    tokens: tuple[int, ...]  # per text, with <s> and </s>, before truncation
+
+
+class SemanticWorker:
+    """One `semantic_worker.py` subprocess; use as a context manager.
+
+    The worker starts loading its model as soon as it is spawned, before the first request.
+    """
+
+    def __init__(
+        self,
+        model_dir: Path,
+        *,
+        log_path: Path,
+        cache_dir: Path | None = None,
+        threads: int = DEFAULT_THREADS,
+        idle_seconds: float | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self.model_dir = Path(model_dir)
+        self.log_path = Path(log_path)
+        self.cache_dir = cache_dir
+        self.threads = threads
+        self.idle_seconds = idle_seconds
+        self.timeout_s = timeout_s
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lines: queue.Queue[bytes | None] = queue.Queue()
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def start(self) -> SemanticWorker:
+        if self._proc is not None:
+            return self
+        command = [sys.executable, str(WORKER_SCRIPT), "--model-dir", str(self.model_dir)]
+        command += ["--threads", str(self.threads)]
+        if self.cache_dir is not None:
+            command += ["--cache-dir", str(self.cache_dir)]
+        if self.idle_seconds:
+            command += ["--idle-seconds", str(self.idle_seconds)]
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor
+        with self.log_path.open("ab") as log_file:
+            pipe = subprocess.PIPE
+            self._proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=log_file)
+        threading.Thread(
+            target=_pump_lines, args=(self._proc.stdout, self._lines), daemon=True
+        ).start()
+        return self
+
+    def __enter__(self) -> SemanticWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def request(self, payload: dict[str, Any], timeout_s: float | None = None) -> dict[str, Any]:
+        """Send one request and wait for its answer; typed errors for every failure.
+
+        A worker that already exited (idle timeout in warm mode) is replaced first.
+        """
+        if self._proc is not None and self._proc.poll() is not None:
+            self.kill()
+        proc = self.start()._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            proc.stdin.write(json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n")
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise self._crashed() from exc
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        try:
+            line = self._lines.get(timeout=limit)
+        except queue.Empty:
+            self.kill()
+            raise WorkerTimeout(
+                f"semantic worker gave no answer to {payload.get('op')!r} in {limit:.0f} s",
+                f"the machine may be overloaded; see {self.log_path}",
+            ) from None
+        if line is None:
+            raise self._crashed()
+        try:
+            response = json.loads(line)
+        except ValueError as exc:
+            self.kill()
+            raise WorkerCrashed(
+                f"semantic worker wrote a non-JSON line: {line[:200]!r}", f"see {self.log_path}"
+            ) from exc
+        if not response.get("ok"):
+            raise WorkerError(str(response.get("error")), str(response.get("hint") or ""))
+        return response
+
+    def info(self) -> WorkerInfo:
+        r = self.request({"op": "info"})
+        return WorkerInfo(**{f.name: r[f.name] for f in dataclasses.fields(WorkerInfo)})
+
+    def embed(self, texts: Sequence[str], kind: Kind = "passage") -> Embedding:
+        r = self.request({"op": "embed", "kind": kind, "texts": list(texts)})
+        vectors = vector_pack.vectors_from_b64(r["vectors"], r["count"], r["dim"])
+        return Embedding(vectors, tuple(r["tokens"]))
+
+    def count_tokens(self, texts: Sequence[str], kind: Kind = "passage") -> list[int]:
+        payload = {"op": "count_tokens", "kind": kind, "texts": list(texts)}
+        return list(self.request(payload)["tokens"])
+
+    def search(
+        self,
+        db_path: Path,
+        generation: int,
+        query: str,
+        top_k: int,
+        *,
+        fingerprint: str | None = None,
+    ) -> list[tuple[int, float]]:
+        """Exact cosine top-k of `query` over one ready generation (chunk id, score)."""
+        db = str(Path(db_path).resolve())
+        payload = {"op": "search", "db": db, "generation": generation, "query": query}
+        r = self.request({**payload, "top_k": top_k, "fingerprint": fingerprint})
+        return [(int(cid), float(score)) for cid, score in r["hits"]]
+
+    def close(self) -> None:
+        """Ask the worker to quit; kill it if it does not within CLOSE_WAIT_S."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        assert proc.stdin is not None
+        try:
+            if proc.poll() is None:
+                proc.stdin.write(b'{"op":"quit"}\n')
+                proc.stdin.flush()
+        except OSError:
+            pass  # it already exited
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=CLOSE_WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):  # a broken pipe to a dead process
+                    proc.stdin.close()
+
+    def _crashed(self) -> WorkerCrashed:
+        code = None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            code = self._proc.wait(timeout=CLOSE_WAIT_S) if self._proc else None
+        self.kill()
+        return WorkerCrashed(
+            f"semantic worker exited (code {code}) before answering", f"see {self.log_path}"
+        )
+
+
+def _pump_lines(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
+    """Move stdout lines into a queue so requests can wait with a timeout; None marks EOF.
+
+    This thread owns the stream and closes it at EOF (closing it from another thread while a
+    read is blocked is unsafe).
+    """
+    try:
+        for line in iter(stream.readline, b""):
+            lines.put(line)
+    except (OSError, ValueError):
+        pass
+    finally:
+        lines.put(None)
+        stream.close()
+
+
+class LineTooLong(ValueError):
+    """A request line past MAX_LINE_BYTES."""
+
+
+class LineReader:
+    """Lines from a file descriptor with an idle timeout (select + os.read: no hidden buffer)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.eof = False
+
+    def readline(self, timeout: float | None) -> bytes | None:
+        """A line without its newline; None on EOF or when `timeout` seconds pass idle."""
+        scanned = 0  # bytes already searched for a newline: long lines stay linear
+        while (newline := self.buffer.find(b"\n", scanned)) < 0:
+            if self.eof:
+                rest = bytes(self.buffer)
+                self.buffer.clear()
+                return rest or None
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                return None
+            data = os.read(self.fd, 1 << 16)
+            self.eof = not data
+            scanned = len(self.buffer)
+            self.buffer += data
+            if len(self.buffer) > MAX_LINE_BYTES:
+                raise LineTooLong(f"request line longer than {MAX_LINE_BYTES} bytes")
+        line = bytes(self.buffer[:newline])
+        del self.buffer[: newline + 1]
+        return line
