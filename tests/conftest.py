@@ -71,3 +71,29 @@ def write_corpus(root: Path, count: int, words_per_file: int = 300, seed: int = 
         path.write_text(f"# Note {i}\n\n{body}\n\nmarker{i:05d}\n", encoding="utf-8")
         paths.append(path)
     return paths
+
+
+class RecordingObserver:
+    """A rag_sync observer that only keeps each file's error; a test overrides the hook it needs
+    (e.g. on_file_start to change the folder just before a file is read)."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, str] = {}
+
+    def check_cancel(self) -> None:
+        return None
+
+    def on_phase(self, phase: str) -> None:
+        return None
+
+    def on_plan(self, total_files: int, total_bytes: int) -> None:
+        return None
+
+    def on_file_start(self, rel_path: str) -> None:
+        return None
+
+    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
+        return None
+
+    def on_error(self, rel_path: str, message: str) -> None:
+        self.errors[rel_path] = message

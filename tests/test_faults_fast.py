@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_config, write_corpus
+from conftest import REPO, RecordingObserver, make_config, write_corpus
 from stress.corpora import make_mixed_corpus
 from stress.faults import fresh_data_dir, kill_during_sync
 from stress.harness import (
@@ -209,7 +209,9 @@ def test_a_full_disk_fails_the_job_with_a_clear_error_and_a_whole_index(
 
 
 @needs_mount
-def test_a_read_only_data_dir_still_answers_reads_and_refuses_writes_without_corruption(knowledge: Path, tmp_path: Path):
+def test_a_read_only_data_dir_still_answers_reads_and_refuses_writes_without_corruption(
+    knowledge: Path, tmp_path: Path
+):
     write_corpus(knowledge, 50)
     with tmpfs(tmp_path / "ro", "64m") as mount:
         config = make_config(knowledge, mount / "state")
@@ -236,21 +238,12 @@ def test_a_read_only_data_dir_still_answers_reads_and_refuses_writes_without_cor
 
 
 # -- files changing under a sync ------------------------------------------------------------------
-class _Churn:
+class _Churn(RecordingObserver):
     """Changes the folder as the sync reaches given files: grow, replace, vanish, rename."""
 
     def __init__(self, knowledge: Path) -> None:
+        super().__init__()
         self.knowledge = knowledge
-        self.errors: dict[str, str] = {}
-
-    def check_cancel(self) -> None:
-        return None
-
-    def on_phase(self, phase: str) -> None:
-        return None
-
-    def on_plan(self, total_files: int, total_bytes: int) -> None:
-        return None
 
     def on_file_start(self, rel_path: str) -> None:
         path = self.knowledge / rel_path
@@ -265,12 +258,6 @@ class _Churn:
             path.unlink()
         elif rel_path == "part4/note-00004.md":
             os.rename(self.knowledge / "part4", self.knowledge / "part4-renamed")
-
-    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
-        return None
-
-    def on_error(self, rel_path: str, message: str) -> None:
-        self.errors[rel_path] = message
 
 
 def test_files_growing_replaced_vanishing_and_a_renamed_folder_are_reported_then_converge(

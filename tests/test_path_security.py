@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, make_config
+from conftest import REPO, RecordingObserver, make_config
 from stress.harness import McpProcess, run_sync
 
 import rag_jobs
@@ -273,32 +273,18 @@ def test_a_scope_folder_swapped_for_a_link_after_validation_is_not_followed(race
     assert rag_service.search(config, OUTSIDE_TOKEN, mode="lexical").hits == []
 
 
-class _SwapOnStart:
+class _SwapOnStart(RecordingObserver):
     """A sync observer that replaces one file with a link to an outside file just before it is
     read (the race an attacker with write access to the folder can win)."""
 
     def __init__(self, victim: Path, target: Path) -> None:
+        super().__init__()
         self.victim, self.target = victim, target
-
-    def check_cancel(self) -> None:
-        return None
-
-    def on_phase(self, phase: str) -> None:
-        return None
-
-    def on_plan(self, total_files: int, total_bytes: int) -> None:
-        return None
 
     def on_file_start(self, rel_path: str) -> None:
         if rel_path == self.victim.name:
             self.victim.unlink()
             self.victim.symlink_to(self.target)
-
-    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
-        return None
-
-    def on_error(self, rel_path: str, message: str) -> None:
-        return None
 
 
 def test_a_file_swapped_for_an_outside_link_during_the_sync_is_not_indexed(tmp_path: Path):

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import RecordingObserver, make_config
 from ocr_fixtures import render_page
 from stress.harness import (
     REPO,
@@ -282,29 +282,6 @@ def test_cancel_during_a_big_documents_write_in_the_worker_keeps_the_old_version
 
 
 # -- the character limit -------------------------------------------------------------------------
-class _Recorder:
-    def __init__(self) -> None:
-        self.errors: dict[str, str] = {}
-
-    def check_cancel(self) -> None:
-        return None
-
-    def on_phase(self, phase: str) -> None:
-        return None
-
-    def on_plan(self, total_files: int, total_bytes: int) -> None:
-        return None
-
-    def on_file_start(self, rel_path: str) -> None:
-        return None
-
-    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
-        return None
-
-    def on_error(self, rel_path: str, message: str) -> None:
-        self.errors[rel_path] = message
-
-
 def test_a_sandboxed_document_cut_at_the_character_limit_is_marked_truncated(
     knowledge: Path, tmp_path: Path
 ):
@@ -314,7 +291,7 @@ def test_a_sandboxed_document_cut_at_the_character_limit_is_marked_truncated(
     limits = ExtractLimits(max_text_chars=10_000)  # the JSON extractor's blocks are ~4,000
     sandbox = SandboxedExtractor(limits, None)
     conn = open_index(tmp_path / "index.sqlite3")
-    recorder = _Recorder()
+    recorder = RecordingObserver()
     try:
         sync_files(conn, knowledge, "", ExtractContext(limits=limits), recorder, {}, sandbox)
     finally:
@@ -340,7 +317,9 @@ def test_extract_document_through_the_sandbox_reports_the_cut(tmp_path: Path):
     limits = ExtractLimits(max_text_chars=5000)
     sandbox = SandboxedExtractor(limits, None)
     try:
-        content = extract_document(entry, ExtractContext(limits=limits), _Recorder(), sandbox)
+        content = extract_document(
+            entry, ExtractContext(limits=limits), RecordingObserver(), sandbox
+        )
     finally:
         sandbox.close()
     assert content.truncated
