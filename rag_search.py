@@ -75,11 +75,16 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "semantic": 1.0,  # SearchOptions.semantic, when rag_service supplies it
 }
 
-# Hybrid: share of the lexical evidence in a section's final score; the rest is the min-max
-# normalised cosine of the section's best chunk. Every share from 0.3 to 0.7 beats both single
-# modes on MRR@10 of debfaq-en, pyfaq-en and manru and keeps udhr-th2th at 1.0 (ablation in
-# bench/RESULTS.md); 0.55 sits in the middle of that band.
-HYBRID_LEXICAL_SHARE = 0.55
+# Hybrid: per query, the share of lexical evidence in a section's score (the rest is the min-max
+# normalised cosine) moves with how decisive each side is: share = BASE + GAIN x (lexical margin -
+# semantic margin), margins = the gap between a side's top two sections on its 0-1 scale. A
+# quotation or a man-page description that one section matches far better than the next leans on
+# words; a question whose words are everywhere leans on meaning. From the fusion ablation in
+# bench/RESULTS.md: the only setting family that beats both single modes on every monolingual set
+# (base 0.45-0.5 x gain 0.5-0.75 all do; no fixed share does since chunk scheme 3).
+HYBRID_LEXICAL_BASE = 0.5
+HYBRID_MARGIN_GAIN = 0.5
+HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
 
 LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "filename": channel_filename,
@@ -168,7 +173,8 @@ def hybrid_fuse(
     semantic: ChannelResult,
     section_of: Callable[[list[int]], dict[int, int]],
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """Convex combination per parent section of lexical evidence and normalised cosine.
+    """Convex combination per parent section of lexical evidence and normalised cosine, with
+    the lexical share chosen per query (hybrid_share).
 
     Fusing per section, not per chunk, lets the two sides agree when they picked different
     chunks of the same passage (at chunk level that agreement was lost and hybrid fell below
@@ -178,7 +184,6 @@ def hybrid_fuse(
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
     evidence = lexical_evidence(lexical)
     sections = section_of([cid for cid, _, _ in lex_ranked] + [cid for cid, _ in semantic.ranked])
-    combined: dict[int, float] = {}
     chosen: dict[int, int] = {}  # section -> representative chunk
     ranks: dict[int, dict[str, ChannelRank]] = {}
     lexical_best: dict[int, float] = {}
@@ -190,25 +195,39 @@ def hybrid_fuse(
         lexical_best[section] = value
         chosen[section] = cid
         ranks[section] = dict(channel_ranks)
-    for section, value in lexical_best.items():
-        combined[section] = HYBRID_LEXICAL_SHARE * value
-    if semantic.ranked:
-        cosines = [c for _, c in semantic.ranked]
-        high, low = max(cosines), min(cosines)
+    cosine_best: dict[int, float] = {}
+    for rank, (cid, cosine) in enumerate(semantic.ranked, start=1):
+        section = sections.get(cid)
+        if section is None or section in cosine_best:
+            continue  # ranked best first: the section's best chunk came earlier
+        cosine_best[section] = cosine
+        chosen.setdefault(section, cid)
+        ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
+    if cosine_best:
+        high, low = max(cosine_best.values()), min(cosine_best.values())
         spread = (high - low) or 1.0
-        for rank, (cid, cosine) in enumerate(semantic.ranked, start=1):
-            section = sections.get(cid)
-            if section is None or "semantic" in ranks.get(section, {}):
-                continue  # ranked best first: the section's best chunk came earlier
-            combined[section] = combined.get(section, 0.0) + (1 - HYBRID_LEXICAL_SHARE) * (
-                (cosine - low) / spread
-            )
-            chosen.setdefault(section, cid)
-            ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
+        cosine_best = {sec: (c - low) / spread for sec, c in cosine_best.items()}
+    share = hybrid_share(list(lexical_best.values()), list(cosine_best.values()))
+    combined = {sec: share * value for sec, value in lexical_best.items()}
+    for sec, value in cosine_best.items():
+        combined[sec] = combined.get(sec, 0.0) + (1 - share) * value
     return sorted(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
     )
+
+
+def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
+    """Lexical share for one query from each side's 0-1 section scores: the more decisive
+    side (larger gap between its top two) gets more weight."""
+
+    def margin(values: list[float]) -> float:
+        top = sorted(values, reverse=True)[:2]
+        return top[0] - top[1] if len(top) == 2 else float(bool(top))
+
+    share = HYBRID_LEXICAL_BASE + HYBRID_MARGIN_GAIN * (margin(lexical) - margin(semantic))
+    low, high = HYBRID_SHARE_BOUNDS
+    return min(high, max(low, share))
 
 
 def _sections_of(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:

@@ -306,3 +306,12 @@ def test_hybrid_without_lexical_hits_follows_the_cosines():
     sections = {1: 1, 2: 2, 3: 3}
     fused = _hybrid([("words", [])], [(3, 0.9), (1, 0.8), (2, 0.7)], sections)
     assert [cid for cid, _, _ in fused] == [3, 1, 2]
+
+
+def test_hybrid_leans_on_the_side_whose_top_section_stands_out():
+    decisive_words = rag_search.hybrid_share([1.0, 0.2, 0.1], [1.0, 0.97, 0.95])
+    decisive_meaning = rag_search.hybrid_share([1.0, 0.98, 0.9], [1.0, 0.4, 0.3])
+    assert decisive_words > rag_search.HYBRID_LEXICAL_BASE > decisive_meaning
+    low, high = rag_search.HYBRID_SHARE_BOUNDS
+    assert low <= rag_search.hybrid_share([1.0], [1.0, 0.0]) <= high  # bounded either way
+    assert rag_search.hybrid_share([1.0, 0.0], [1.0, 1.0]) <= high
