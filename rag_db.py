@@ -278,6 +278,24 @@ def connect(
     return conn
 
 
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def _immutable_is_safe(db_path: Path, exc: sqlite3.OperationalError) -> bool:
+    """immutable=1 ignores the WAL and takes no locks: only right when mode=ro could not set up
+    its shared memory (no write access, a full disk) and no committed page waits in the WAL."""
+    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        return False
+    wal = db_path.with_name(db_path.name + "-wal")
+    try:
+        return wal.stat().st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def connect_read_only(
     db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> sqlite3.Connection:
@@ -301,6 +319,8 @@ def connect_read_only(
                 conn.execute("PRAGMA query_only = ON")
         except sqlite3.OperationalError as exc:  # e.g. "unable to open database file" (-shm)
             last = exc
+            if not _immutable_is_safe(db_path, exc):
+                raise  # busy or I/O trouble: an immutable read could miss committed rows
             continue
         return conn
     assert last is not None

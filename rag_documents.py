@@ -10,7 +10,7 @@ from typing import Any
 
 from helpers.blocks import Location
 from helpers.chunking import CHUNK_SCHEME
-from helpers.lexical_common import STAGING_PATH_PREFIX
+from helpers.lexical_common import NOT_STAGING, STAGING_RANGE
 from helpers.safety import scope_like_pattern
 from rag_results import UNTRUSTED_NOTICE
 
@@ -42,8 +42,8 @@ def list_documents(
 ) -> dict[str, Any]:
     # A big document being written (or left by a killed worker) lives under a staging path
     # until it is swapped in: it is not a file of the knowledge dir.
-    clauses: list[str] = ["NOT (path >= ? AND path < ?)"]
-    params: list[object] = [STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + "0"]
+    clauses: list[str] = [NOT_STAGING]
+    params: list[object] = list(STAGING_RANGE)
     if query.path_prefix:
         clauses.append("(path = ? OR path LIKE ? ESCAPE '\\')")
         params += [query.path_prefix, scope_like_pattern(query.path_prefix)]

@@ -13,7 +13,7 @@ from typing import Any
 import rag_jobs
 from helpers import extractors
 from helpers.chunking import CHUNK_SCHEME
-from helpers.lexical_common import STAGING_PATH_PREFIX, hidden_document_ids
+from helpers.lexical_common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
 from rag_config import Config
 from rag_db import schema_version
 from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
@@ -30,8 +30,6 @@ SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB 
 LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
 # rag_documents.list_documents' rule: a big document being written, or an old version being
 # discarded (rag_sync_write), lives under a staging path; it is no file of the knowledge dir.
-NOT_STAGING = "NOT (path >= ? AND path < ?)"
-STAGING_RANGE = (STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + chr(ord("/") + 1))
 LAST_JOB_KEYS = (
     "job_id",
     "state",

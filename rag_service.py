@@ -23,6 +23,7 @@ import rag_documents
 import rag_jobs
 import rag_search
 from helpers import extractors
+from helpers.lexical_common import STAGING_RANGE, not_staging_sql
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_db import write_transaction
@@ -273,7 +274,8 @@ def _semantic_candidates(
 def _apply_filters(
     conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: rag_search.Filters
 ) -> list[tuple[int, float]]:
-    """The vector scan sees the whole index: keep the candidates the filters allow."""
+    """The vector scan sees the whole index: keep the candidates the filters allow, never a
+    staging document (a big one being swapped in, or its old version being deleted)."""
     if not hits:
         return hits
     where, params = filters.sql()
@@ -282,8 +284,9 @@ def _apply_filters(
         row[0]
         for row in conn.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where}",
-            (*ids, *params),
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where} "
+            f"AND {not_staging_sql('d')}",
+            (*ids, *params, *STAGING_RANGE),
         )
     }
     return [(cid, score) for cid, score in hits if cid in allowed]

@@ -10,6 +10,7 @@ the next sync after a killed worker. Search skips them (helpers.lexical_common).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -180,7 +181,10 @@ def _write_staged(
             _upsert_document(conn, staged_id, entry, sha256, content, counts=False)
             _write_doc_name(conn, staged_id, entry.rel_path)
     except BaseException:
-        discard_document(conn, staged_id)  # cancelled or failed: the old version stays
+        # Cancelled or failed: the old version stays. A second error here (a full disk) must
+        # not hide the first; what is left stays invisible and the next sync discards it.
+        with contextlib.suppress(sqlite3.Error):
+            discard_document(conn, staged_id)
         raise
     if retired is not None:
         discard_document(conn, retired, stop_on_cancel(observer))

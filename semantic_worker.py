@@ -141,18 +141,19 @@ class QueryTokenizer:
                 with tmp.open("wb") as out:
                     np.savez(out, **_subset_index(tokenizer_file))
                 os.replace(tmp, index)
-                for old in cache_dir.glob(SUBSET_INDEX.format(sha="*")):
-                    if old != index:  # a replaced tokenizer's index is dead weight
-                        old.unlink(missing_ok=True)
         except OSError as exc:  # an unwritable cache dir only costs speed
             log.warning("cannot write %s (%s): queries use the full tokenizer", index, exc)
             with contextlib.suppress(OSError):
                 tmp.unlink(missing_ok=True)
             return None
-        with np.load(index) as z:
-            if "keys" not in z.files:
-                return None
-        return cls(index)
+        try:
+            with np.load(index) as z:
+                if "keys" not in z.files:
+                    return None
+            return cls(index)
+        except (OSError, ValueError) as exc:  # removed or damaged under us: the full tokenizer
+            log.warning("cannot read %s (%s): queries use the full tokenizer", index, exc)
+            return None
 
     def encode(self, text: str) -> list[int]:
         norm = self.normalizer.normalize(text).encode("utf-8")

@@ -15,14 +15,22 @@ PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's freq
 # discarded (rag_sync_write.STAGING_PATH_PREFIX): their chunks are in the indexes but are no
 # document anyone may see. A hidden path, so walk_files never yields a real one like it.
 STAGING_PATH_PREFIX = ".ragdoc-staging/"
+# Every staging path sorts inside this range: a probe of the path index, not a LIKE scan.
+STAGING_RANGE = (STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + chr(ord("/") + 1))
+
+
+def not_staging_sql(table_alias: str = "") -> str:
+    """WHERE fragment (documents table) leaving staging rows out; parameters: STAGING_RANGE."""
+    column = f"{table_alias}.path" if table_alias else "path"
+    return f"NOT ({column} >= ? AND {column} < ?)"
+
+
+NOT_STAGING = not_staging_sql()
 
 
 def hidden_document_ids(conn: sqlite3.Connection) -> tuple[int, ...]:
     """Staging documents (usually none: a range probe of the path index)."""
-    rows = conn.execute(
-        "SELECT id FROM documents WHERE path >= ? AND path < ?",
-        (STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + chr(ord("/") + 1)),
-    )
+    rows = conn.execute("SELECT id FROM documents WHERE path >= ? AND path < ?", STAGING_RANGE)
     return tuple(row[0] for row in rows)
 
 

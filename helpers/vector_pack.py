@@ -185,7 +185,9 @@ class GenerationScanner:
         path = Path(db)
         if not path.is_absolute() or not path.is_file():
             raise ScanError(f"index not found: {db}", "pass the absolute path of the index")
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=30)
+        from rag_db import connect_read_only  # stdlib only; also opens a read-only data dir
+
+        conn = connect_read_only(path)
         try:
             key = (str(path), *self._check(conn, generation, expected_fingerprint, dim))
             if self.keep_in_memory and key == self.key:

@@ -450,3 +450,19 @@ def test_an_older_index_on_a_read_only_data_dir_is_read_as_it_is(knowledge: Path
     assert rag_service.sync_status(writable, job.job_id).state == "succeeded"  # writable: upgraded
     with closing(open_index(writable.db_path)) as conn:
         assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+
+
+def test_an_immutable_read_is_never_used_while_the_wal_holds_committed_pages(tmp_path: Path):
+    db = tmp_path / "index.sqlite3"
+    writer = rag_db.connect(db)
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("INSERT INTO t VALUES (1)")  # committed, still in the WAL
+    cantopen = sqlite3.OperationalError("unable to open database file")
+    cantopen.sqlite_errorcode = 14  # type: ignore[attr-defined]
+    busy = sqlite3.OperationalError("database is locked")
+    busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
+    assert (tmp_path / "index.sqlite3-wal").stat().st_size > 0
+    assert not rag_db._immutable_is_safe(db, cantopen)  # would miss the row in the WAL
+    writer.close()  # the last connection checkpoints and removes the WAL
+    assert rag_db._immutable_is_safe(db, cantopen)
+    assert not rag_db._immutable_is_safe(db, busy)  # a lock is never a reason to skip locks
