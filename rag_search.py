@@ -33,7 +33,14 @@ from helpers.lexical_channels import (
     channel_short,
     channel_words,
 )
-from helpers.lexical_common import CHANNEL_DEPTH, ChannelResult, Filters, SearchContext, fts_phrase
+from helpers.lexical_common import (
+    CHANNEL_DEPTH,
+    ChannelResult,
+    Filters,
+    SearchContext,
+    fts_phrase,
+    section_ids,
+)
 from helpers.lexical_filename import channel_filename
 from helpers.lexical_variants import channel_variants
 from helpers.ocr_fuzzy import channel_fuzzy
@@ -230,18 +237,6 @@ def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
     return min(high, max(low, share))
 
 
-def _sections_of(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
-    found: dict[int, int] = {}
-    unique = list(dict.fromkeys(ids))
-    for start in range(0, len(unique), 500):
-        batch = unique[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        found.update(
-            conn.execute(f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch)
-        )
-    return found
-
-
 def _tie_keys(conn: sqlite3.Connection, ids: list[int]) -> dict[int, TieKey]:
     keys: dict[int, TieKey] = {}
     for start in range(0, len(ids), 500):
@@ -291,7 +286,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
-    fused = fuse_channels(results, lambda ids: _sections_of(conn, ids))
+    fused = fuse_channels(results, lambda ids: section_ids(conn, ids))
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     return SearchResult(

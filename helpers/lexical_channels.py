@@ -14,6 +14,7 @@ from helpers.lexical_common import (
     SearchContext,
     fts_any,
     fts_phrase,
+    section_ids,
 )
 from helpers.query_terms import TRIGRAM_MIN_CHARS, TermGroup
 from helpers.text_normalize import has_thai
@@ -125,15 +126,7 @@ def _sections(ctx: SearchContext) -> ChannelResult:
     pool = source.ranked
     if not pool:
         return ChannelResult("sections", [])
-    section_of: dict[int, int] = {}
-    ids = [cid for cid, _ in pool]
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for row in ctx.conn.execute(
-            f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch
-        ):
-            section_of[row[0]] = row[1]
+    section_of = section_ids(ctx.conn, [cid for cid, _ in pool])
     totals: dict[int, float] = {}
     best: dict[int, int] = {}
     for cid, score in pool:
@@ -227,15 +220,7 @@ def _agreement(ctx: SearchContext, ids: list[int]) -> dict[int, float]:
     score: dict[int, float] = {}
     words = {cid: rank for rank, (cid, _) in enumerate(channel_words(ctx).ranked, start=1)}
     sections = channel_sections(ctx).ranked
-    section_of: dict[int, int] = {}
-    wanted = list(dict.fromkeys([*ids, *(cid for cid, _ in sections)]))
-    for start in range(0, len(wanted), 500):
-        batch = wanted[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for row in ctx.conn.execute(
-            f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch
-        ):
-            section_of[row[0]] = row[1]
+    section_of = section_ids(ctx.conn, [*ids, *(cid for cid, _ in sections)])
     section_rank: dict[int, int] = {}
     for rank, (cid, _) in enumerate(sections, start=1):
         section_rank.setdefault(section_of.get(cid, -1), rank)

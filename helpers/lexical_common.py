@@ -28,6 +28,18 @@ def not_staging_sql(table_alias: str = "") -> str:
 NOT_STAGING = not_staging_sql()
 
 
+def section_ids(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
+    """Chunk id -> parent section id, in batches under SQLite's parameter limit."""
+    found: dict[int, int] = {}
+    unique = list(dict.fromkeys(chunk_ids))
+    for start in range(0, len(unique), 500):
+        batch = unique[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        sql = f"SELECT id, section_id FROM chunks WHERE id IN ({marks})"
+        found.update((row[0], row[1]) for row in conn.execute(sql, batch))
+    return found
+
+
 def hidden_document_ids(conn: sqlite3.Connection) -> tuple[int, ...]:
     """Staging documents (usually none: a range probe of the path index)."""
     rows = conn.execute("SELECT id FROM documents WHERE path >= ? AND path < ?", STAGING_RANGE)
