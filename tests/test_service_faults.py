@@ -369,10 +369,12 @@ def test_a_data_dir_on_a_read_only_mount_serves_reads_and_refuses_writes(
             remount(mount, read_only=False)
         problems = index_problems(config.db_path)
         after = canonical_dump(config.db_path)
+        resynced = run_sync(config).state  # writable again: syncs as before
     _assert_reads_answer_and_writes_refuse(out)
     status, reason, health_problems = out["health"]  # type: ignore[misc]
     assert status == "degraded" and "read-only file system" in reason and health_problems == []
     assert problems == [] and after == before
+    assert resynced == "succeeded"
 
 
 _AS_USER = """
