@@ -438,22 +438,41 @@ def make_odp(path: Path) -> Path:
 # -- EPUB and notebooks --------------------------------------------------------------------------
 
 
-def make_epub(path: Path) -> Path:
-    container = (
-        '<?xml version="1.0"?><container version="1.0" '
-        'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
-        '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-        "</rootfiles></container>"
+EPUB_CONTAINER = (
+    '<?xml version="1.0"?><container version="1.0" '
+    'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
+    '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+    "</rootfiles></container>"
+)
+XHTML = "application/xhtml+xml"
+
+
+def write_epub(
+    path: Path, manifest: list[tuple[str, str, str]], spine: list[str], files: dict[str, str]
+) -> Path:
+    """An EPUB zip: `manifest` (id, href, media type; id "nav" is the navigation document),
+    `spine` (ids in reading order) and `files` (name under OEBPS/ -> content)."""
+    items = "".join(
+        f'<item id="{i}" href="{href}" media-type="{media}"'
+        + (' properties="nav"' if i == "nav" else "")
+        + "/>"
+        for i, href, media in manifest
     )
+    itemrefs = "".join(f'<itemref idref="{i}"/>' for i in spine)
     opf = (
         '<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" '
-        'version="3.0"><metadata/><manifest>'
-        '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
-        '<item id="c2" href="text/ch%202.xhtml" media-type="application/xhtml+xml"/>'
-        '<item id="c1" href="text/ch1.xhtml" media-type="application/xhtml+xml"/>'
-        '<item id="css" href="style.css" media-type="text/css"/>'
-        '</manifest><spine><itemref idref="c1"/><itemref idref="c2"/></spine></package>'
+        f'version="3.0"><metadata/><manifest>{items}</manifest><spine>{itemrefs}</spine></package>'
     )
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
+        archive.writestr("META-INF/container.xml", EPUB_CONTAINER)
+        archive.writestr("OEBPS/content.opf", opf)
+        for name, content in files.items():
+            archive.writestr(f"OEBPS/{name}", content)
+    return path
+
+
+def make_epub(path: Path) -> Path:
     nav = (
         '<html xmlns="http://www.w3.org/1999/xhtml"><body><nav><ol>'
         '<li><a href="text/ch1.xhtml">Chapter One</a></li>'
@@ -464,21 +483,24 @@ def make_epub(path: Path) -> Path:
         "<head><title>x</title></head><body><section><header><h1>{h1}</h1></header>"
         "<p>{body}</p><h2>{h2}</h2><p>{tail}</p></section></body></html>"
     )
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
-        archive.writestr("META-INF/container.xml", container)
-        archive.writestr("OEBPS/content.opf", opf)
-        archive.writestr("OEBPS/nav.xhtml", nav)
-        archive.writestr("OEBPS/style.css", "p { margin: 0 }")
-        archive.writestr(
-            "OEBPS/text/ch1.xhtml",
-            chapter.format(h1="Opening", body="First chapter text.", h2="Details", tail="Deep."),
-        )
-        archive.writestr(
-            "OEBPS/text/ch 2.xhtml",
-            chapter.format(h1="Начало", body=RUSSIAN, h2="ไทย", tail=THAI),
-        )
-    return path
+    return write_epub(
+        path,
+        [
+            ("nav", "nav.xhtml", XHTML),
+            ("c2", "text/ch%202.xhtml", XHTML),
+            ("c1", "text/ch1.xhtml", XHTML),
+            ("css", "style.css", "text/css"),
+        ],
+        ["c1", "c2"],
+        {
+            "nav.xhtml": nav,
+            "style.css": "p { margin: 0 }",
+            "text/ch1.xhtml": chapter.format(
+                h1="Opening", body="First chapter text.", h2="Details", tail="Deep."
+            ),
+            "text/ch 2.xhtml": chapter.format(h1="Начало", body=RUSSIAN, h2="ไทย", tail=THAI),
+        },
+    )
 
 
 def make_ipynb(path: Path) -> Path:

@@ -4,10 +4,10 @@ into the index (XXE)."""
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
+from format_fixtures import XHTML, write_epub
 
 import rag_service
 from helpers.blocks import ExtractContext, TextBlock
@@ -85,19 +85,6 @@ def make_epub_with_entities(path: Path, outside: Path) -> Path:
         f'<!DOCTYPE html [ <!ENTITY xxe SYSTEM "{outside.as_uri()}"> '
         '<!ENTITY author "Anna > Boris"> ]>'
     )
-    container = (
-        '<?xml version="1.0"?><container version="1.0" '
-        'xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles>'
-        '<rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-        "</rootfiles></container>"
-    )
-    opf = (
-        '<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" '
-        'version="3.0"><metadata/><manifest>'
-        '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
-        '<item id="c1" href="ch1.xhtml" media-type="application/xhtml+xml"/>'
-        '</manifest><spine><itemref idref="c1"/></spine></package>'
-    )
     nav = (
         f'<?xml version="1.0" encoding="utf-8"?>{doctype}'
         '<html xmlns="http://www.w3.org/1999/xhtml"><body><nav><ol>'
@@ -108,13 +95,12 @@ def make_epub_with_entities(path: Path, outside: Path) -> Path:
         '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>x</title></head><body>'
         "<h1>Opening</h1><p>Written by &author; with &xxe; notes.</p></body></html>"
     )
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr("mimetype", "application/epub+zip", compress_type=zipfile.ZIP_STORED)
-        archive.writestr("META-INF/container.xml", container)
-        archive.writestr("OEBPS/content.opf", opf)
-        archive.writestr("OEBPS/nav.xhtml", nav)
-        archive.writestr("OEBPS/ch1.xhtml", chapter)
-    return path
+    return write_epub(
+        path,
+        [("nav", "nav.xhtml", XHTML), ("c1", "ch1.xhtml", XHTML)],
+        ["c1"],
+        {"nav.xhtml": nav, "ch1.xhtml": chapter},
+    )
 
 
 def test_epub_chapters_and_titles_never_expand_an_external_entity(
