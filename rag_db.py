@@ -369,6 +369,10 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
     for version in range(current + 1, SCHEMA_VERSION + 1):
         with write_transaction(conn):
+            # Another process may have migrated while we waited for the write lock:
+            # re-read under the lock, because ALTER TABLE is not idempotent.
+            if schema_version(conn) >= version:
+                continue
             for statement in _split_statements(_MIGRATIONS[version]):
                 conn.execute(statement)
             conn.execute(

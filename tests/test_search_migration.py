@@ -118,3 +118,52 @@ def test_deleting_a_document_removes_its_names_words_and_ocr_rows(tmp_path: Path
     sql = "SELECT COUNT(*) FROM chunks_ocr_fts WHERE chunks_ocr_fts MATCH 'board'"
     assert conn.execute(sql).fetchone()[0] == 0
     conn.execute("INSERT INTO chunks_words(chunks_words) VALUES ('integrity-check')")
+
+
+def test_a_migration_read_stale_before_the_lock_is_skipped_not_reapplied(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Another process migrated between our version read and our write lock (the CI race
+    that raised "duplicate column name: phase_started_at")."""
+    rag_db.open_index(tmp_path / "index.sqlite3").close()
+    conn = rag_db.connect(tmp_path / "index.sqlite3")
+    real = rag_db.schema_version
+    reads: list[int] = []
+
+    def stale_first(c: sqlite3.Connection) -> int:
+        reads.append(1)
+        return 2 if len(reads) == 1 else real(c)
+
+    monkeypatch.setattr(rag_db, "schema_version", stale_first)
+    assert rag_db.migrate(conn) == rag_db.SCHEMA_VERSION
+    assert len(reads) >= 2  # the version was read again under the lock
+    columns = [r[1] for r in conn.execute("PRAGMA table_info(jobs)")]
+    assert columns.count("phase_started_at") == 1
+    conn.close()
+
+
+_OPEN_INDEX = (
+    "import sys, rag_db; c = rag_db.open_index(__import__('pathlib').Path(sys.argv[1])); "
+    "print(rag_db.schema_version(c))"
+)
+
+
+def test_eight_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    for round_no in range(3):
+        db = tmp_path / f"round{round_no}" / "index.sqlite3"
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_INDEX, str(db)],
+                cwd=root,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(8)
+        ]
+        outcomes = [p.communicate(timeout=60) for p in procs]
+        assert [out.strip() for out, _ in outcomes] == [str(rag_db.SCHEMA_VERSION)] * 8, outcomes
