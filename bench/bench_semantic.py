@@ -1,7 +1,8 @@
 """Semantic channel speed and memory: run by hand, report the numbers (tests never time).
 
-1. Embedding throughput on N threads with the real model: chunks/s for ~100-token chunks,
-   through the worker alone and through build_generation (SQLite writes included).
+1. Embedding throughput on N threads with the real model: chunks/s for ~100-token chunks (or
+   the real children of a synced index, --from-index), through the worker alone and through
+   build_generation (SQLite writes included).
 2. Cold query latency: spawn + model load + query embed + exact scan of V vectors (default
    100k, random unit vectors stored as a ready generation of the model's fingerprint), with
    the worker's own split (load, embed, scan) read from its log.
@@ -13,7 +14,7 @@ average: the target machines have 2 cores shared with other work.
 
     python bench/bench_semantic.py [--model-dir DIR] [--threads 2] [--chunks 512]
                                    [--vectors 100000] [--queries 7] [--runs 3]
-                                   [--only throughput,cold,warm]
+                                   [--only throughput,cold,warm] [--from-index DB]
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -104,14 +106,29 @@ def load_average() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def bench_throughput(model: Path, threads: int, count: int, runs: int, work: Path) -> None:
+def index_texts(index: Path, count: int) -> list[str]:
+    """The distinct child texts of a synced index (what a sync really embeds), first `count`."""
+    conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT MIN(text) FROM chunks GROUP BY text_hash ORDER BY MIN(id) LIMIT ?", (count,)
+        ).fetchall()
+    finally:
+        conn.close()
+    return [row[0] for row in rows]
+
+
+def bench_throughput(
+    model: Path, threads: int, count: int, runs: int, work: Path, index: Path | None
+) -> None:
     with rag_semantic.SemanticWorker(
         model, log_path=work / "worker.log", cache_dir=work / "cache", threads=threads
     ) as worker:
         t0 = time.perf_counter()
         worker.embed(["warm up"])
         load_s = time.perf_counter() - t0
-        texts = make_chunks(worker, count)
+        texts = index_texts(index, count) if index else make_chunks(worker, count)
+        count = len(texts)
         tokens = worker.count_tokens(texts)
         rates, per_cpu = [], []
         for _ in range(runs):
@@ -262,13 +279,20 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=7)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", default="throughput,cold,warm")
+    parser.add_argument(
+        "--from-index",
+        type=Path,
+        help="embed the child texts of this synced index.sqlite3 instead of ~100-token ones",
+    )
     args = parser.parse_args()
     modes = set(args.only.split(","))
     print(f"model {args.model_dir}; cpus {os.cpu_count()}; {load_average()}")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         if "throughput" in modes:
-            bench_throughput(args.model_dir, args.threads, args.chunks, args.runs, work)
+            bench_throughput(
+                args.model_dir, args.threads, args.chunks, args.runs, work, args.from_index
+            )
         if modes & {"cold", "warm"}:
             bench_queries(args.model_dir, args.threads, args.vectors, args.queries, work, modes)
     print(f"at the end: {load_average()}")
