@@ -77,13 +77,6 @@ def test_a_sigkilled_worker_leaves_a_whole_index_a_failed_job_and_the_next_sync_
     assert outcome.difference == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a worker that dies before claiming its job leaves it 'queued' for "
-    "QUEUED_GRACE_S (30 s): rag_jobs.reconcile_dead_jobs skips young queued jobs because "
-    "rag_service.start_sync never records the spawned pid, so sync_kb keeps returning the "
-    "dead job as already running",
-)
 def test_a_worker_killed_before_claiming_its_job_does_not_block_the_next_sync(
     config: Config, knowledge: Path
 ):
@@ -95,14 +88,16 @@ def test_a_worker_killed_before_claiming_its_job_does_not_block_the_next_sync(
             kill_hard(pid)
         wait_until(lambda: not worker_pids(config.data_dir), timeout=10)
         row = jobs_in_states(config.db_path, ("queued",))
-        if row and row[0]["pid"] is None:
-            break  # killed before its claim: the case under test
+        if row and row[0]["id"] == job.job_id:
+            break  # killed before its claim: the case under test (start_sync recorded its pid)
         rag_service.wait_for_job(config, job.job_id, timeout_s=60)
     else:
-        pytest.skip("the worker claimed its job before it could be killed, five times")
-    again = rag_service.start_sync(config)
+        pytest.fail("the worker claimed its job before it could be killed, five times")
+    again = rag_service.start_sync(config)  # well inside QUEUED_GRACE_S: the pid decides
     assert not again.already_running, again.to_dict()
-    rag_service.wait_for_job(config, again.job_id, timeout_s=60)
+    dead = rag_service.sync_status(config, job.job_id)
+    assert dead.state == "failed" and "never started" in (dead.message or ""), dead.to_dict()
+    assert rag_service.wait_for_job(config, again.job_id, timeout_s=60).state == "succeeded"
 
 
 def test_killing_the_mcp_server_mid_sync_leaves_the_worker_running_and_a_new_server_reports_it(
