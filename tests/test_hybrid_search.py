@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import SHARED, make_config
+from stress.harness import McpProcess
 
 import rag_service
 from rag_config import Config
@@ -83,3 +84,29 @@ def test_semantic_off_or_missing_model_falls_back_to_lexical_with_a_warning(
     with pytest.raises(rag_service.RagError) as err:
         rag_service.search(off, "pasta", mode="semantic")
     assert "lexical" in str(err.value)
+
+
+ML_LIBRARIES = ("onnxruntime", "sentencepiece")  # shared objects that must never map into it
+
+
+def _mapped_ml_libraries(pid: int) -> set[str]:
+    maps = Path(f"/proc/{pid}/maps").read_text(encoding="utf-8", errors="replace")
+    return {name for name in ML_LIBRARIES if name in maps.lower()}
+
+
+def test_the_mcp_server_answers_semantic_searches_without_loading_the_ml_runtime(
+    semantic_config: Config, tmp_path: Path
+):
+    """The design rule: onnxruntime and sentencepiece live only in short-lived subprocesses."""
+    server = McpProcess.start(semantic_config, tmp_path / "server.log", semantic_model=MODEL)
+    try:
+        for query in ("right to free education", "notice period to end the contract"):
+            is_error, result = server.call("rag_search", {"query": query, "mode": "hybrid"})
+            assert not is_error, result
+            assert "semantic" in result["hits"][0]["channels"], result["hits"][0]
+        assert result["hits"][0]["path"] == "en/contract.md"
+        health_error, health = server.call("rag_health", {})
+        assert not health_error and health["semantic"]["state"] == "ready", health
+        assert _mapped_ml_libraries(server.proc.pid) == set()
+    finally:
+        server.close()

@@ -347,7 +347,15 @@ class McpProcess:
     next_id: int = 1
 
     @classmethod
-    def start(cls, config: Config, stderr_path: Path | None = None) -> McpProcess:
+    def start(
+        cls, config: Config, stderr_path: Path | None = None, semantic_model: Path | None = None
+    ) -> McpProcess:
+        """The server with semantic search off, or on with `semantic_model`."""
+        semantic = (
+            ["--semantic", "on", "--semantic-model-dir", str(semantic_model)]
+            if semantic_model
+            else ["--semantic", "off"]
+        )
         err = open(stderr_path, "ab") if stderr_path else subprocess.DEVNULL  # noqa: SIM115
         try:
             proc = subprocess.Popen(
@@ -358,8 +366,7 @@ class McpProcess:
                     str(config.knowledge_dir),
                     "--data-dir",
                     str(config.data_dir),
-                    "--semantic",
-                    "off",
+                    *semantic,
                 ],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
