@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-SCHEMA_VERSION = 3
-# Oldest schema a read-only reader can use as it is: later migrations only add columns that
-# readers look up with a fallback (jobs.phase_started_at).
+SCHEMA_VERSION = 4
+# Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
+# that readers look up with a fallback (jobs.phase_started_at; chunks_cjk, see lexical_cjk).
 READABLE_FROM_VERSION = 2
 # Writers hold the lock for one small document or one batch of a big one (about a second,
 # rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
@@ -242,7 +242,43 @@ INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks WHERE ocr = 
 -- (the semantic phase is a tenth of the bar but can take most of the time).
 ALTER TABLE jobs ADD COLUMN phase_started_at REAL;
 """,
+    4: """
+-- Character bigrams of the chunks that hold Chinese, Japanese or Korean text (helpers.cjk), for
+-- the cjk channel. rag_sync_write adds a chunk's row next to its chunks_fts row; the trigger
+-- deletes it with the chunk (cascades included). Chunks without CJK text have no row.
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(
+    grams, tokenize = 'unicode61 remove_diacritics 0'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_cjk_ad AFTER DELETE ON chunks BEGIN
+    DELETE FROM chunks_cjk WHERE rowid = old.id;
+END;
+""",
 }
+BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
+
+
+def _backfill_cjk(conn: sqlite3.Connection) -> None:
+    """Bigram rows for the chunks an older version indexed (bigrams need Python, not SQL)."""
+    from helpers.cjk import index_text
+
+    conn.execute("DELETE FROM chunks_cjk")
+    last = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, norm FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
+            (last, BACKFILL_PAGE_ROWS),
+        ).fetchall()
+        if not rows:
+            return
+        last = rows[-1][0]
+        grams = [(row[0], index_text(row[1])) for row in rows]
+        conn.executemany(
+            "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)", [g for g in grams if g[1]]
+        )
+
+
+# Steps a migration's SQL cannot express, run in the same transaction right after it.
+_MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _backfill_cjk}
 
 
 def connect(
@@ -375,6 +411,8 @@ def migrate(conn: sqlite3.Connection) -> int:
                 continue
             for statement in _split_statements(_MIGRATIONS[version]):
                 conn.execute(statement)
+            if version in _MIGRATION_BACKFILLS:
+                _MIGRATION_BACKFILLS[version](conn)
             conn.execute(
                 "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",

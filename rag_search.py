@@ -9,6 +9,7 @@ Channels (each can be switched off for ablation through SearchOptions.channels):
   short     1-2 character terms (word index, bounded instr() scan, or re-ranking)
   variants  split/joined words: data base <-> database (helpers.lexical_variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.ocr_fuzzy)
+  cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical_cjk)
 Lexical channels are fused by RRF; in hybrid mode, lexical evidence and the semantic cosine are
 combined per parent section (hybrid_fuse). Fusion is deterministic: fixed constants and weights,
 ties broken by path, then position in the file.
@@ -33,6 +34,7 @@ from helpers.lexical_channels import (
     channel_short,
     channel_words,
 )
+from helpers.lexical_cjk import channel_cjk
 from helpers.lexical_common import (
     CHANNEL_DEPTH,
     ChannelResult,
@@ -79,6 +81,7 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "short": 1.0,
     "variants": 1.0,
     "fuzzy": 1.0,
+    "cjk": 1.0,
     "semantic": 1.0,  # SearchOptions.semantic, when rag_service supplies it
 }
 
@@ -102,6 +105,7 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "short": channel_short,
     "variants": channel_variants,
     "fuzzy": channel_fuzzy,
+    "cjk": channel_cjk,
 }
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)

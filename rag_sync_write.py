@@ -22,6 +22,7 @@ from typing import Protocol
 
 from helpers import extractors
 from helpers.chunking import CHUNK_SCHEME, Section
+from helpers.cjk import index_text as cjk_index_text
 from helpers.lexical_common import STAGING_PATH_PREFIX, hidden_document_ids
 from helpers.safety import FileEntry
 from helpers.text_normalize import fold
@@ -407,8 +408,12 @@ def _insert_sections(
                 "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?,?,?,?)",
                 (chunk_id, folded_title, folded_path, norm),
             )
+            grams = cjk_index_text(norm)
+            if grams:
+                conn.execute("INSERT INTO chunks_cjk(rowid, grams) VALUES (?,?)", (chunk_id, grams))
             chunks += 1
-    # chunks_words and chunks_ocr_fts follow the chunks rows through triggers (migration 2).
+    # chunks_words and chunks_ocr_fts follow the chunks rows through triggers (migration 2);
+    # chunks_cjk rows leave with their chunk through a trigger (migration 4).
     return chunks
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from helpers.lexical_cjk import bigram_index_ready
 from helpers.lexical_common import (
     CHANNEL_DEPTH,
     ChannelResult,
@@ -53,7 +54,7 @@ _WORD = re.compile(r"[^\W_]+")
 # -- words: unicode61 BM25 ---------------------------------------------------------------------
 def word_forms(group: TermGroup) -> list[str]:
     """FTS5 expressions over chunks_words for one group (prefix stems, identifier phrases)."""
-    if group.kind == "thai":
+    if group.kind in ("thai", "cjk"):  # unicode61 makes a whole unspaced clause one token
         return []
     forms: list[str] = []
     if group.stem:
@@ -237,8 +238,8 @@ def _agreement(ctx: SearchContext, ids: list[int]) -> dict[int, float]:
 
 def _phrase_hits(ctx: SearchContext) -> list[tuple[int, float]]:
     query = ctx.query
-    if query.has_thai:
-        phrase = "".join(query.folded.split())  # Thai writes no spaces between words
+    if query.has_thai or any(g.kind == "cjk" for g in query.groups):
+        phrase = "".join(query.folded.split())  # Thai and CJK write no spaces between words
         if len(phrase) < TRIGRAM_MIN_CHARS:
             return []
         return ctx.ranked_match("chunks_fts", fts_phrase(phrase), rank=TRIGRAM_RANK)
@@ -264,7 +265,13 @@ def short_groups(ctx: SearchContext) -> list[TermGroup]:
     groups = [g for g in ctx.query.content if len(g.text) < TRIGRAM_MIN_CHARS]
     if not groups and all(g.stop for g in ctx.query.groups):
         groups = [g for g in ctx.query.groups if len(g.text) < TRIGRAM_MIN_CHARS]
+    if any(_bigram_served(g) for g in groups) and bigram_index_ready(ctx.conn):
+        groups = [g for g in groups if not _bigram_served(g)]  # the cjk channel's, at any scale
     return groups
+
+
+def _bigram_served(group: TermGroup) -> bool:
+    return group.kind == "cjk" and len(group.text) == 2
 
 
 def channel_short(ctx: SearchContext) -> ChannelResult:

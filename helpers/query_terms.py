@@ -1,7 +1,8 @@
 """A raw query → term groups: what each lexical channel searches for.
 
 One group per word the user meant. Thai runs are segmented into words (newmm, via
-helpers.thai); identifiers (camelCase, snake_case, kebab-case, e-mail) keep their whole form
+helpers.thai); a Chinese / Japanese / Korean run is one group that the bigram channel splits
+(helpers.cjk); identifiers (camelCase, snake_case, kebab-case, e-mail) keep their whole form
 plus joined and spaced forms; English and Russian words carry a Snowball stem. Documents and
 queries share fold(), so case, ё/е, Thai digits, SARA AM and zero-width characters agree.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from helpers import stemming, thai
+from helpers import cjk, stemming, thai
 from helpers.query_stopwords import is_stop_word
 from helpers.text_normalize import clean_text, fold, has_thai
 
@@ -38,7 +39,7 @@ class TermGroup:
     """One word of the query and every form that counts as that word."""
 
     text: str  # folded, as the user wrote it ("e-mail", "getusername", "отчетов")
-    kind: str  # "word" (letters/digits), "symbol" (has punctuation), "thai"
+    kind: str  # "word" (letters/digits), "symbol" (has punctuation), "thai", "cjk"
     stop: bool
     stem: str | None = None  # Snowball prefix stem (word kind only)
     parts: tuple[str, ...] = ()  # identifier parts: ("get", "user", "name"), ("e", "mail")
@@ -80,7 +81,8 @@ class Query:
         """Every folded form worth marking in a snippet (deduplicated, in query order)."""
         seen: dict[str, None] = {}
         for group in self.groups:
-            for form in (group.text, *group.spellings, *group.parts, group.stem or ""):
+            pairs = cjk.bigrams(group.text) if group.kind == "cjk" else []
+            for form in (group.text, *group.spellings, *group.parts, group.stem or "", *pairs):
                 if form:
                     seen.setdefault(form, None)
         return tuple(seen)
@@ -111,13 +113,15 @@ def parse_query(raw: str) -> Query:
                 seen.add(group.text)
                 groups.append(group)
     first = groups[0].text if groups else ""
-    question = folded.rstrip().endswith("?") or first in QUESTION_WORDS
+    question = folded.rstrip().endswith(("?", "？")) or first in QUESTION_WORDS
     return Query(raw, folded, tuple(groups), question)
 
 
 def _groups_of(token: str) -> list[TermGroup]:
     if has_thai(token):
         return _thai_groups(fold(token))
+    if cjk.has_cjk(token):
+        return _cjk_groups(token)
     folded = fold(token)
     camel = [p for p in _CAMEL.split(token) if p] if _WORD_CHARS.match(token) else []
     pieces = [p for p in _JOINERS.split(folded) if p]
@@ -134,6 +138,17 @@ def _groups_of(token: str) -> list[TermGroup]:
 def _identifier(folded: str, parts: tuple[str, ...]) -> TermGroup:
     kind = "word" if _WORD_CHARS.match(folded) else "symbol"
     return TermGroup(folded, kind, False, None, parts)
+
+
+def _cjk_groups(token: str) -> list[TermGroup]:
+    """A CJK run is one group (the bigram channel splits it); other pieces are words."""
+    groups: list[TermGroup] = []
+    for piece, is_cjk in cjk.split_runs(token):
+        if is_cjk:
+            groups.append(TermGroup(fold(piece), "cjk", False))
+        else:
+            groups.extend(g for t in _TOKEN.findall(piece) for g in _groups_of(t))
+    return groups
 
 
 def _thai_groups(folded: str) -> list[TermGroup]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from helpers.cjk import has_cjk
 from helpers.text_normalize import fold
 
 SNIPPET_CHARS = 240  # about two lines: enough to judge a hit without reading the section
@@ -30,8 +31,9 @@ def make_snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str
     wanted = {fold(t) for t in terms if t.strip()}
     # One- and two-letter terms ("о", "a") would light up half the text; mark them only when the
     # query has nothing longer.
+    # A CJK pair is a word, not a letter: it stays (bigrams of a CJK query mark what matched).
     if any(len(t) >= MIN_MARK_CHARS for t in wanted):
-        wanted = {t for t in wanted if len(t) >= MIN_MARK_CHARS}
+        wanted = {t for t in wanted if len(t) >= MIN_MARK_CHARS or has_cjk(t)}
     for term in sorted(wanted):
         start = folded.find(term)
         while start != -1 and len(spans) < 64:

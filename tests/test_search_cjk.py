@@ -1,0 +1,164 @@
+"""Chinese, Japanese and Korean keyword search: two-character words at any corpus size, longer
+words and whole questions, through a real sync and the service boundary; the bigram index follows
+every write and delete and is backfilled for an index built before it existed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import make_config
+
+import rag_db
+import rag_search
+import rag_service
+from helpers import cjk, lexical_channels
+from helpers.query_terms import parse_query
+from rag_config import Config
+
+DOCS = {
+    "zh/service-contract.md": "# 服务合同\n\n本合同自双方签字之日起生效。付款期限为三十天。\n",
+    "zh/travel.md": "# 差旅制度\n\n员工出差前须提交申请，报销须在返回后十天内完成。\n",
+    "zh/security.md": "# 信息安全\n\n密码必须每九十天更换一次，不得与他人共享。\n",
+    "ja/contract.md": "# 契約書\n\n本契約は両当事者の署名により発効する。"
+    "支払期限は三十日とする。\n",
+    "ja/meeting.md": "# 会議録\n\n次回の会議は来週の月曜日に開催される予定です。\n",
+    "ko/contract.md": "# 서비스계약서\n\n본 계약은 양 당사자가 서명한 날부터 효력이 발생한다.\n",
+    "ko/holiday.md": "# 휴가 규정\n\n직원은 연간 십오 일의 유급 휴가를 사용할 수 있다.\n",
+    "en/contract.md": "# Contract\n\nThe payment term is thirty days from the invoice date.\n",
+}
+
+
+def _sync(config: Config) -> None:
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
+    assert view.state == "succeeded", view.to_dict()
+
+
+@pytest.fixture
+def cjk_config(config: Config, knowledge: Path) -> Config:
+    for rel, text in DOCS.items():
+        path = knowledge / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    _sync(config)
+    return config
+
+
+def _top(config: Config, query: str, **kwargs: object) -> str | None:
+    hits = rag_service.search(config, query, mode="lexical", **kwargs).hits  # type: ignore[arg-type]
+    return hits[0].path if hits else None
+
+
+def test_a_cjk_run_is_one_group_and_mixed_tokens_split_at_the_script_boundary() -> None:
+    groups = parse_query("python编程语言 教程 계약서").groups
+    assert [(g.text, g.kind) for g in groups] == [
+        ("python", "word"),
+        ("编程语言", "cjk"),
+        ("教程", "cjk"),
+        ("계약서", "cjk"),
+    ]
+    assert parse_query("付款期限是多少天？").question
+    assert cjk.index_text("本合同 ok 付款") == "本合 合同 付款"
+    assert cjk.bigrams("合") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("付款期限", "zh/service-contract.md"),  # 4 characters: found nothing before
+        ("付款期限是多少天？", "zh/service-contract.md"),  # a whole question, no spaces
+        ("报销", "zh/travel.md"),  # a two-character word inside a clause
+        ("密码更换", "zh/security.md"),  # two words the text holds apart
+        ("支払期限はいつですか", "ja/contract.md"),
+        ("会議 予定", "ja/meeting.md"),
+        ("계약", "ko/contract.md"),  # inside the compound 서비스계약서 and before a particle
+        ("유급 휴가", "ko/holiday.md"),
+    ],
+)
+def test_cjk_words_and_questions_find_their_document(
+    cjk_config: Config, query: str, expected: str
+) -> None:
+    assert _top(cjk_config, query) == expected
+
+
+def test_the_snippet_marks_the_matched_pairs_of_a_question(cjk_config: Config) -> None:
+    hit = rag_service.search(cjk_config, "付款期限是多少天？", mode="lexical").hits[0]
+    assert "**付款期限**" in hit.snippet, hit.snippet
+    assert "cjk" in hit.channels
+
+
+def test_a_two_character_word_is_found_outside_the_short_term_scan_window(
+    config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The short-term scan reads only the newest chunks; the bigram index has no such limit."""
+    (knowledge / "old").mkdir()
+    (knowledge / "old" / "contract.md").write_text(DOCS["zh/service-contract.md"], "utf-8")
+    _sync(config)
+    for i in range(40):
+        (knowledge / f"new-{i:02d}.md").write_text(f"# 通知 {i}\n\n今天下午三点开会。\n", "utf-8")
+    _sync(config)
+    monkeypatch.setattr(lexical_channels, "SHORT_SCAN_WINDOW", 20)
+    assert rag_service.search(config, "合同", mode="lexical", channels=["short"]).hits == []
+    assert _top(config, "合同") == "old/contract.md"
+
+
+def test_bigram_rows_follow_edits_and_deletes(cjk_config: Config, knowledge: Path) -> None:
+    (knowledge / "zh" / "travel.md").write_text("# 差旅制度\n\n出差需要经理批准。\n", "utf-8")
+    (knowledge / "zh" / "security.md").unlink()
+    _sync(cjk_config)
+    assert _top(cjk_config, "报销") is None
+    assert _top(cjk_config, "经理批准") == "zh/travel.md"
+    assert _top(cjk_config, "密码") is None
+    conn = rag_db.connect(cjk_config.db_path)
+    try:
+        with_cjk = {
+            row[0] for row in conn.execute("SELECT id, norm FROM chunks") if cjk.index_text(row[1])
+        }
+        assert {row[0] for row in conn.execute("SELECT rowid FROM chunks_cjk")} == with_cjk
+        conn.execute("INSERT INTO chunks_cjk(chunks_cjk) VALUES ('integrity-check')")
+    finally:
+        conn.close()
+
+
+def _as_version_3(db_path: Path) -> None:
+    """The index as the version before the bigram index wrote it."""
+    conn = rag_db.connect(db_path)
+    with rag_db.write_transaction(conn):
+        conn.execute("DROP TRIGGER chunks_cjk_ad")
+        conn.execute("DROP TABLE chunks_cjk")
+        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    conn.close()
+
+
+def test_an_index_built_before_the_bigram_index_is_backfilled_on_open(
+    cjk_config: Config,
+) -> None:
+    expected = _top(cjk_config, "报销")
+    _as_version_3(cjk_config.db_path)
+    old = rag_db.connect(cjk_config.db_path)
+    try:  # an older index read as it is (a read-only mount): the channel stays quiet
+        result = rag_search.search(old, "报销", rag_search.SearchOptions(channels=("cjk",)))
+        assert result.hits == []
+    finally:
+        old.close()
+    assert _top(cjk_config, "报销") == expected == "zh/travel.md"  # the service migrates
+    conn = rag_db.connect(cjk_config.db_path)
+    try:
+        assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+        assert conn.execute("SELECT COUNT(*) FROM chunks_cjk").fetchone()[0] >= 7
+    finally:
+        conn.close()
+
+
+def test_a_read_only_copy_of_an_older_index_still_answers_cjk_queries(
+    cjk_config: Config, tmp_path: Path
+) -> None:
+    _as_version_3(cjk_config.db_path)
+    data = cjk_config.data_dir
+    os.chmod(data, 0o555)
+    try:
+        readonly = make_config(cjk_config.knowledge_dir, data, read_only=True)
+        assert _top(readonly, "付款期限") == "zh/service-contract.md"  # trigram, no bigrams
+    finally:
+        os.chmod(data, 0o755)
