@@ -10,13 +10,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from helpers.cjk import has_cjk
 from helpers.lexical_common import CHANNEL_DEPTH, ChannelResult, SearchContext, fts_phrase
+from helpers.query_terms import TRIGRAM_MIN_CHARS
+from helpers.safety import like_escape
 from helpers.text_normalize import fold
 
 _SEPARATORS = re.compile(r"[\s_\-./\\]+")
 # A token that looks like a file or path inside a longer query: "budget.csv", "docs/spec".
 _FILE_TOKEN = re.compile(r"\S*[\w\u0e00-\u0e7f](?:\.[A-Za-z0-9]{1,5}|/\S+)\b")
 SUBSTRING_MIN_CHARS = 4  # "doc" or "md" inside a path names nothing in particular
+# ...but two CJK characters are a word (報告 "report", 合同 "contract"). Keys shorter than a
+# trigram are matched with LIKE over doc_names (one row per document, only for such keys).
+CJK_SUBSTRING_MIN_CHARS = 2
 SUBSTRING_MAX_CHARS = 80  # a longer "key" is a sentence, not a file name (and costs ~50 ms)
 SCORE_NAME, SCORE_STEM, SCORE_IN_NAME, SCORE_IN_PATH = 4.0, 3.0, 2.0, 1.0
 
@@ -47,6 +53,26 @@ def query_keys(raw: str) -> list[str]:
     return [k for k in dict.fromkeys(keys) if k]
 
 
+def _substring_rows(
+    ctx: SearchContext, key: str, where: str, params: list[object]
+) -> list[tuple[int, str]]:
+    """(doc id, name key) of documents whose path key contains `key`, best first."""
+    if len(key) < TRIGRAM_MIN_CHARS:  # trigram MATCH cannot see it
+        pattern = "%" + like_escape(key) + "%"
+        sql = (
+            "SELECT n.doc_id, n.name_key FROM doc_names n JOIN documents d ON d.id = n.doc_id "
+            f"WHERE n.path_key LIKE ? ESCAPE '\\' AND d.chunk_count > 0 AND {where} "
+            "ORDER BY length(n.path_key), n.doc_id LIMIT ?"
+        )
+        return ctx.conn.execute(sql, (pattern, *params, CHANNEL_DEPTH)).fetchall()
+    sql = (
+        "SELECT n.doc_id, n.name_key FROM doc_names_fts f "
+        "JOIN doc_names n ON n.doc_id = f.rowid JOIN documents d ON d.id = n.doc_id "
+        f"WHERE doc_names_fts MATCH ? AND d.chunk_count > 0 AND {where} ORDER BY f.rank LIMIT ?"
+    )
+    return ctx.conn.execute(sql, (fts_phrase(key), *params, CHANNEL_DEPTH)).fetchall()
+
+
 def channel_filename(ctx: SearchContext) -> ChannelResult:
     where, params = ctx.filters.sql()
     scores: dict[int, float] = {}
@@ -58,15 +84,10 @@ def channel_filename(ctx: SearchContext) -> ChannelResult:
                 (key, *params, CHANNEL_DEPTH),
             ):
                 scores[row[0]] = max(scores.get(row[0], 0.0), score)
-        if not SUBSTRING_MIN_CHARS <= len(key) <= SUBSTRING_MAX_CHARS:
+        shortest = CJK_SUBSTRING_MIN_CHARS if has_cjk(key) else SUBSTRING_MIN_CHARS
+        if not shortest <= len(key) <= SUBSTRING_MAX_CHARS:
             continue
-        for row in ctx.conn.execute(
-            "SELECT n.doc_id, n.name_key FROM doc_names_fts f "
-            "JOIN doc_names n ON n.doc_id = f.rowid JOIN documents d ON d.id = n.doc_id "
-            "WHERE doc_names_fts MATCH ? "
-            f"AND d.chunk_count > 0 AND {where} ORDER BY f.rank LIMIT ?",
-            (fts_phrase(key), *params, CHANNEL_DEPTH),
-        ):
+        for row in _substring_rows(ctx, key, where, params):
             score = SCORE_IN_NAME if key in row[1] else SCORE_IN_PATH
             scores[row[0]] = max(scores.get(row[0], 0.0), score)
     if not scores:

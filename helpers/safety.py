@@ -185,10 +185,14 @@ def in_scope(rel_path: str, prefix: str) -> bool:
     return not prefix or rel_path == prefix or rel_path.startswith(prefix + "/")
 
 
+def like_escape(text: str) -> str:
+    """`text` as a literal inside a LIKE pattern written with ESCAPE '\\'."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def scope_like_pattern(prefix: str) -> str:
     """The SQL twin of `in_scope`: `path = ? OR path LIKE ? ESCAPE '\\'` with this pattern."""
-    escaped = prefix.strip("/").replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "/%"
+    return like_escape(prefix.strip("/")) + "/%"
 
 
 def normalize_user_path(raw: str) -> str:

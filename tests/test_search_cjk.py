@@ -162,3 +162,16 @@ def test_a_read_only_copy_of_an_older_index_still_answers_cjk_queries(
         assert _top(readonly, "付款期限") == "zh/service-contract.md"  # trigram, no bigrams
     finally:
         os.chmod(data, 0o755)
+
+
+@pytest.mark.parametrize("query", ["報告", "報告書", "月次報告"])
+def test_a_cjk_word_in_a_file_name_finds_the_file(
+    cjk_config: Config, knowledge: Path, query: str
+) -> None:
+    """Two or three CJK characters name something; Latin substrings need four."""
+    (knowledge / "reports").mkdir()
+    (knowledge / "reports" / "月次報告書 2026.txt").write_text("revenue up 12 percent\n", "utf-8")
+    _sync(cjk_config)
+    hits = rag_service.search(cjk_config, query, mode="lexical").hits
+    assert hits[0].path == "reports/月次報告書 2026.txt", [h.path for h in hits]
+    assert "filename" in hits[0].channels
