@@ -10,7 +10,8 @@ from pathlib import Path
 
 SCHEMA_VERSION = 4
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
-# that readers look up with a fallback (jobs.phase_started_at; chunks_cjk, see lexical_cjk).
+# that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
+# rag_jobs; chunks_cjk, see lexical_cjk).
 READABLE_FROM_VERSION = 2
 # Writers hold the lock for one small document or one batch of a big one (about a second,
 # rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
@@ -252,6 +253,10 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(
 CREATE TRIGGER IF NOT EXISTS chunks_cjk_ad AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;
+
+-- Progress inside the file being read, as JSON {"done", "total", "unit"} ("page" or "chunks
+-- written"); NULL between files. Pollers get numbers, not a sentence to parse.
+ALTER TABLE jobs ADD COLUMN file_progress TEXT;
 """,
 }
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)

@@ -9,6 +9,7 @@ dies, which is how a crashed job is told apart from a slow one.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sqlite3
 import time
@@ -57,6 +58,8 @@ class JobView:
     finished_at: float | None
     heartbeat: float | None
     already_running: bool = False
+    # Inside the current file: {"done": 120, "total": 2000, "unit": "page"} (None between files)
+    file_progress: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -84,6 +87,7 @@ class JobView:
             "finished_at": self.finished_at,
             "heartbeat": self.heartbeat,
             "already_running": self.already_running,
+            "file_progress": self.file_progress,
         }
 
 
@@ -169,7 +173,7 @@ def reconcile_dead_jobs(conn: sqlite3.Connection, lock_path: Path) -> int:
             "kept, the next sync_kb picks up the rest"
         )
         conn.execute(
-            "UPDATE jobs SET state = 'failed', phase = 'done', message = ?, "
+            "UPDATE jobs SET state = 'failed', phase = 'done', message = ?, file_progress = NULL, "
             "finished_at = ?, updated_at = ? WHERE id = ?",
             (reason, now, now, row["id"]),
         )
@@ -296,7 +300,20 @@ def job_view(conn: sqlite3.Connection, row: sqlite3.Row, already_running: bool =
         finished_at=row["finished_at"],
         heartbeat=row["heartbeat"],
         already_running=already_running,
+        file_progress=_file_progress(row),
     )
+
+
+def _file_progress(row: sqlite3.Row) -> dict[str, Any] | None:
+    """The current file's progress; None between files and on an index older than the column."""
+    columns = row.keys()  # sqlite3.Row: `in row` would test values, not column names
+    if "file_progress" not in columns or not row["file_progress"]:
+        return None
+    try:
+        value = json.loads(row["file_progress"])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 # Share of the progress bar each phase owns: files dominate; the semantic build, when it runs,

@@ -84,6 +84,11 @@ class JobOut(_Out):
     finished_at: float | None
     heartbeat: float | None
     already_running: bool
+    file_progress: dict[str, Any] | None = Field(
+        default=None,
+        description='inside current_file: {"done": 120, "total": 2000, "unit": "page" or '
+        '"chunks written"}; null between files',
+    )
 
 
 class DocumentOut(_Out):

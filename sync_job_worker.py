@@ -9,6 +9,7 @@ cleanup. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -52,6 +53,7 @@ class _Progress:
     file_size: int = 0
     file_fraction: float = 0.0
     file_detail: str | None = None
+    file_progress: dict[str, int | str] | None = None  # the same as numbers (jobs.file_progress)
     file_has_pages: bool = False
 
     def advance_file(self, progress: FileProgress) -> None:
@@ -65,6 +67,7 @@ class _Progress:
             fraction = progress.fraction
         self.file_fraction = max(self.file_fraction, min(fraction, 1.0))
         self.file_detail = progress.label()
+        self.file_progress = {"done": progress.done, "total": progress.total, "unit": progress.unit}
 
     def published_done_bytes(self) -> int:
         """Bytes of finished files plus the done share of the current one: the job's percent
@@ -143,6 +146,7 @@ class JobReporter:
         self.progress.file_size = 0
         self.progress.file_fraction = 0.0
         self.progress.file_detail = None
+        self.progress.file_progress = None
         self.progress.file_has_pages = False
 
     def on_error(self, rel_path: str, message: str) -> None:
@@ -190,6 +194,7 @@ class JobReporter:
                 p.published_done_bytes(),
                 p.current_file,
                 p.file_detail,
+                None if p.file_progress is None else json.dumps(p.file_progress),
                 p.semantic_done,
                 p.semantic_total,
                 time.time(),
@@ -199,7 +204,8 @@ class JobReporter:
             conn.execute(
                 "UPDATE jobs SET phase=?, phase_started_at=?, total_files=?, completed_files=?, "
                 "total_bytes=?, "
-                "done_bytes=?, current_file=?, message=?, semantic_done=?, semantic_total=?, "
+                "done_bytes=?, current_file=?, message=?, file_progress=?, semantic_done=?, "
+                "semantic_total=?, "
                 "heartbeat=?, updated_at=? WHERE id=?",
                 (*values, self.job_id),
             )

@@ -154,6 +154,7 @@ def test_the_jobs_percent_and_page_detail_move_inside_a_long_pdf(config: Config,
         views.append(rag_service.sync_status(config, job.job_id))
     page = _page(frozen)
     assert page is not None and 0 < page[0] < PAGES and page[1] == PAGES, frozen.to_dict()
+    assert frozen.file_progress == {"done": page[0], "total": PAGES, "unit": "page"}
     assert frozen.current_file == "manual.pdf" and frozen.completed_files == 0
     assert 0 < frozen.done_bytes < frozen.total_bytes and 0 < frozen.percent < 99
     pages = [p[0] for p in map(_page, views) if p is not None]
@@ -163,4 +164,4 @@ def test_the_jobs_percent_and_page_detail_move_inside_a_long_pdf(config: Config,
     final = views[-1]
     assert final.state == "succeeded", final.to_dict()
     assert final.done_bytes == final.total_bytes and final.percent == 100.0
-    assert final.message is None
+    assert final.message is None and final.file_progress is None
