@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -35,6 +36,14 @@ WORDS = [
     "termination",
     "upgrade",
 ]
+
+
+def undo_migration_4(conn: sqlite3.Connection) -> None:
+    """An index as schema 3 left it (no bigram index, no jobs.file_progress)."""
+    conn.execute("DROP TRIGGER chunks_cjk_ad")
+    conn.execute("DROP TABLE chunks_cjk")
+    conn.execute("ALTER TABLE jobs DROP COLUMN file_progress")
+    conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
 
 def make_config(knowledge: Path, data: Path, **overrides: object) -> Config:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import make_config, undo_migration_4
 
 import rag_db
 import rag_search
@@ -125,9 +125,7 @@ def _as_version_3(db_path: Path) -> None:
     """The index as the version before the bigram index wrote it."""
     conn = rag_db.connect(db_path)
     with rag_db.write_transaction(conn):
-        conn.execute("DROP TRIGGER chunks_cjk_ad")
-        conn.execute("DROP TABLE chunks_cjk")
-        conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+        undo_migration_4(conn)
     conn.close()
 
 

@@ -20,7 +20,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_config, write_corpus
+from conftest import REPO, make_config, undo_migration_4, write_corpus
 from stress.harness import (
     SETPRIV,
     McpProcess,
@@ -444,9 +444,7 @@ def test_an_older_index_on_a_read_only_data_dir_is_read_as_it_is(knowledge: Path
     writable = make_config(knowledge, tmp_path / "state")
     job = run_sync(writable)
     with closing(open_index(writable.db_path)) as conn:  # back to schema 2: undo migrations 4, 3
-        conn.execute("DROP TRIGGER chunks_cjk_ad")
-        conn.execute("DROP TABLE chunks_cjk")
-        conn.execute("ALTER TABLE jobs DROP COLUMN file_progress")
+        undo_migration_4(conn)
         conn.execute("ALTER TABLE jobs DROP COLUMN phase_started_at")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", ("2",))
     config = make_config(knowledge, tmp_path / "state", read_only=True)
