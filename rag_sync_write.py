@@ -4,8 +4,9 @@ Up to SINGLE_TRANSACTION_CHUNKS rows (old and new together) are replaced in one 
 bigger document (a 20 MB text file is ~100k chunks) would hold the write lock for a minute, past
 the busy timeout of cancel_sync, sync_kb and the heartbeat; it is written under an invisible
 *staging* row in short batches, then swapped in by one short transaction that also moves the old
-version out of sight. Staging rows are discarded in batches: after the swap, on cancel, and at
-the next sync after a killed worker. Search skips them (helpers.lexical_common).
+version out of sight. Staging rows are discarded in batches: after the swap, on cancel (for
+CANCEL_DISCARD_BUDGET_S at most), and at the next sync after a killed worker or a cancel that
+left some. Search skips them (helpers.lexical_common).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
 # without a gap this long the next batch would take the lock again before a cancel_sync, sync_kb
 # or heartbeat got in (measured: an 11 s wait across back-to-back batches).
 BATCH_PAUSE_S = 0.12
+# A cancelled staged write deletes its rows for this long at most, then leaves the rest invisible
+# for the next sync's discard_staging: a cancel late in a 136,000-chunk write would otherwise
+# keep the job "cancelling" for a minute (~1 s per DISCARD_BATCH_CHUNKS).
+CANCEL_DISCARD_BUDGET_S = 2.0
 STAGING_STATUS = "staging"
 TRUNCATED_NOTE = "text truncated at the per-document character limit"
 
@@ -118,7 +123,7 @@ def write_document(
     """Replace the document's rows: visible all at once or not at all, however big it is.
 
     With an observer, a staged write honours cancel between batches (JobCancelled: the staged
-    rows are discarded and the previous version stays)."""
+    rows are discarded, within CANCEL_DISCARD_BUDGET_S, and the previous version stays)."""
     new_chunks = sum(len(s.children) for s in content.sections)
     old = conn.execute(
         "SELECT id, chunk_count FROM documents WHERE path = ?", (entry.rel_path,)
@@ -181,11 +186,14 @@ def _write_staged(
                 _retire(conn, retired)
             _upsert_document(conn, staged_id, entry, sha256, content, counts=False)
             _write_doc_name(conn, staged_id, entry.rel_path)
-    except BaseException:
+    except BaseException as exc:
         # Cancelled or failed: the old version stays. A second error here (a full disk) must
         # not hide the first; what is left stays invisible and the next sync discards it.
+        cancelled = isinstance(exc, JobCancelled)
         with contextlib.suppress(sqlite3.Error):
-            discard_document(conn, staged_id)
+            discard_document(
+                conn, staged_id, _time_budget(CANCEL_DISCARD_BUDGET_S) if cancelled else None
+            )
         raise
     if retired is not None:
         discard_document(conn, retired, stop_on_cancel(observer))
@@ -193,6 +201,12 @@ def _write_staged(
 
 def _never_cancelled() -> None:
     return None
+
+
+def _time_budget(seconds: float) -> Callable[[], bool]:
+    """A should_stop that says stop once `seconds` have passed."""
+    deadline = time.monotonic() + seconds
+    return lambda: time.monotonic() > deadline
 
 
 def _batches(sections: Sequence[Section], max_chunks: int) -> Iterator[Sequence[Section]]:
@@ -260,7 +274,8 @@ def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> Non
 
 
 def discard_staging(conn: sqlite3.Connection, should_stop: Callable[[], bool] | None = None) -> int:
-    """Discard every staging row (left by a killed worker); returns how many were removed."""
+    """Discard every staging row (left by a killed worker or a long cancel); returns how many
+    were removed."""
     removed = 0
     for doc_id in hidden_document_ids(conn):
         if not discard_document(conn, doc_id, should_stop):

@@ -141,6 +141,30 @@ def test_a_cancel_between_batches_discards_the_staged_rows_and_keeps_the_old_ver
     conn.close()
 
 
+def test_a_cancel_past_the_discard_budget_ends_at_once_and_the_next_sync_discards_the_rest(
+    tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch
+):
+    """A cancel late in a huge write must not keep the job "cancelling" while every staged row
+    is deleted: past the budget the rows stay invisible until the next sync removes them."""
+    monkeypatch.setattr(rag_sync_write, "CANCEL_DISCARD_BUDGET_S", 0.0)
+    conn = open_index(tmp_path / "index.sqlite3")
+    write_document(conn, _entry("big.txt"), "1" * 64, _content("Old", "oldmarker", 4, 5))
+    before = canonical_dump(tmp_path / "index.sqlite3")
+    watcher = _Watcher(tmp_path / "index.sqlite3", cancel_after_batches=3)
+    with pytest.raises(JobCancelled):
+        write_document(
+            conn, _entry("big.txt"), "2" * 64, _content("New", "newmarker", 12, 5), watcher
+        )
+    assert len(hidden_document_ids(conn)) == 1  # left for the next sync
+    assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 20 + 30
+    assert _paths_found(conn, "oldmarker") == ["big.txt"]
+    assert _paths_found(conn, "newmarker") == []
+    assert index_problems(tmp_path / "index.sqlite3") == []
+    assert rag_sync_write.discard_staging(conn) == 1  # what sync_files does first
+    assert canonical_dump(tmp_path / "index.sqlite3") == before
+    conn.close()
+
+
 def test_a_big_document_removed_or_failed_leaves_no_rows_behind(
     tmp_path: Path, small_batches: None
 ):
