@@ -250,6 +250,7 @@ ALTER TABLE jobs ADD COLUMN phase_started_at REAL;
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(
     grams, tokenize = 'unicode61 remove_diacritics 0'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk_vocab USING fts5vocab(chunks_cjk, 'row');
 CREATE TRIGGER IF NOT EXISTS chunks_cjk_ad AFTER DELETE ON chunks BEGIN
     DELETE FROM chunks_cjk WHERE rowid = old.id;
 END;

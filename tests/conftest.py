@@ -41,6 +41,7 @@ WORDS = [
 def undo_migration_4(conn: sqlite3.Connection) -> None:
     """An index as schema 3 left it (no bigram index, no jobs.file_progress)."""
     conn.execute("DROP TRIGGER chunks_cjk_ad")
+    conn.execute("DROP TABLE chunks_cjk_vocab")
     conn.execute("DROP TABLE chunks_cjk")
     conn.execute("ALTER TABLE jobs DROP COLUMN file_progress")
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")

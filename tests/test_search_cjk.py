@@ -13,8 +13,9 @@ from conftest import make_config, undo_migration_4
 import rag_db
 import rag_search
 import rag_service
-from helpers import cjk, lexical_channels
-from helpers.query_terms import parse_query
+from helpers import cjk, lexical_channels, lexical_cjk
+from helpers.lexical_common import Filters, SearchContext
+from helpers.query_terms import Query, parse_query
 from rag_config import Config
 
 DOCS = {
@@ -173,3 +174,29 @@ def test_a_cjk_word_in_a_file_name_finds_the_file(
     hits = rag_service.search(cjk_config, query, mode="lexical").hits
     assert hits[0].path == "reports/月次報告書 2026.txt", [h.path for h in hits]
     assert "filename" in hits[0].channels
+
+
+def test_common_pairs_are_left_out_past_the_postings_budget(
+    config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rarest pairs first: a pair in every chunk costs the most and ranks nothing."""
+    for i in range(30):
+        (knowledge / f"n{i:02d}.md").write_text(f"# 通知{i}\n\n我们明天开会。\n", "utf-8")
+    (knowledge / "claim.md").write_text("# 报销\n\n我们的报销流程。\n", "utf-8")
+    _sync(config)
+    monkeypatch.setattr(lexical_cjk, "PAIR_POSTINGS_BUDGET", 5)
+    conn = rag_db.connect(config.db_path)
+    try:
+        ctx = SearchContext(conn, Query.parse("我们报销"), Filters())
+        ranked = lexical_cjk.channel_cjk(ctx).ranked
+        marks = ",".join("?" * len(ranked))
+        sql = (
+            "SELECT d.path FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({marks})"
+        )
+        paths = {row[0] for row in conn.execute(sql, [cid for cid, _ in ranked])}
+        assert paths == {"claim.md"}  # 我们 (in every chunk) was dropped, 报销 kept
+        common = lexical_cjk.channel_cjk(SearchContext(conn, Query.parse("我们"), Filters()))
+        assert len(common.ranked) == 31 and {score for _, score in common.ranked} == {0.0}
+    finally:
+        conn.close()
