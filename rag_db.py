@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from helpers.cjk import index_text
+
 SCHEMA_VERSION = 4
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
@@ -265,8 +267,6 @@ BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (b
 
 def _backfill_cjk(conn: sqlite3.Connection) -> None:
     """Bigram rows for the chunks an older version indexed (bigrams need Python, not SQL)."""
-    from helpers.cjk import index_text
-
     conn.execute("DELETE FROM chunks_cjk")
     last = 0
     while True:
