@@ -18,9 +18,9 @@ CJK_VOCAB = "chunks_cjk_vocab"
 # Ranking costs ~2.5 µs per matching chunk, and a question's pairs include common ones (的是, 我们)
 # found in a large share of all chunks. Pairs are taken rarest first until their chunk counts add
 # up to this budget (the rarest pair is always taken); the rare pairs carry the BM25 weight anyway.
-# On 100,000 Zipf-distributed Chinese chunks, 10-character questions: channel p50 98 -> 27-44
-# ms, max 125 -> 54-62 ms; the source chunk of a 6- or 10-character substring, R@1 0.890 ->
-# 0.880, R@8 0.960 -> 0.940 (budget 20,000: 0.870 / 0.925; 50,000: 39 ms, 0.887 / 0.950).
+# bench/bench_cjk.py (100,000 Zipf-distributed Chinese chunks), unlimited -> this budget:
+# 10-character questions p50 49 -> 22 ms, max 121 -> 33 ms; 4-character words max 164 -> 24 ms;
+# the source chunk of 400 6- and 10-character substrings R@1 0.905 -> 0.887, R@8 0.948 -> 0.925.
 PAIR_POSTINGS_BUDGET = 30_000
 # When every pair kept is in more than this share of the chunks, BM25 order is worth little and
 # costs the most: the newest matching chunks are returned unranked (as the words channel does).
