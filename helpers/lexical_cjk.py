@@ -29,8 +29,9 @@ COMMON_PAIR_SHARE = 0.25
 
 def bigram_index_ready(conn: sqlite3.Connection) -> bool:
     """False for an older index read as it is on a read-only mount (no migration 4 yet)."""
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (CJK_TABLE,)).fetchone()
-    return row is not None
+    names = (CJK_TABLE, CJK_VOCAB)
+    row = conn.execute("SELECT COUNT(*) FROM sqlite_master WHERE name IN (?, ?)", names).fetchone()
+    return row[0] == len(names)
 
 
 def query_bigrams(ctx: SearchContext) -> list[str]:
