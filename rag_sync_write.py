@@ -206,7 +206,7 @@ def _never_cancelled() -> None:
 def _time_budget(seconds: float) -> Callable[[], bool]:
     """A should_stop that says stop once `seconds` have passed."""
     deadline = time.monotonic() + seconds
-    return lambda: time.monotonic() > deadline
+    return lambda: time.monotonic() >= deadline
 
 
 def _batches(sections: Sequence[Section], max_chunks: int) -> Iterator[Sequence[Section]]:

@@ -20,8 +20,16 @@ CJK_RUN = re.compile(
 )
 
 
+HANGUL_RUN = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]+")
+
+
 def has_cjk(text: str) -> bool:
     return CJK_RUN.search(text) is not None
+
+
+def is_hangul(run: str) -> bool:
+    """Korean only: written in space-separated words (with particles), unlike Chinese/Japanese."""
+    return HANGUL_RUN.fullmatch(run) is not None
 
 
 def bigrams(run: str) -> list[str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from helpers.cjk import is_hangul
 from helpers.lexical_cjk import bigram_index_ready
 from helpers.lexical_common import (
     CHANNEL_DEPTH,
@@ -54,6 +55,8 @@ _WORD = re.compile(r"[^\W_]+")
 # -- words: unicode61 BM25 ---------------------------------------------------------------------
 def word_forms(group: TermGroup) -> list[str]:
     """FTS5 expressions over chunks_words for one group (prefix stems, identifier phrases)."""
+    if group.kind == "cjk" and is_hangul(group.text):  # spaced words, particles at the end
+        return [fts_phrase(group.text) + "*"]
     if group.kind in ("thai", "cjk"):  # unicode61 makes a whole unspaced clause one token
         return []
     forms: list[str] = []
@@ -239,10 +242,15 @@ def _agreement(ctx: SearchContext, ids: list[int]) -> dict[int, float]:
 def _phrase_hits(ctx: SearchContext) -> list[tuple[int, float]]:
     query = ctx.query
     if query.has_thai or any(g.kind == "cjk" for g in query.groups):
-        phrase = "".join(query.folded.split())  # Thai and CJK write no spaces between words
-        if len(phrase) < TRIGRAM_MIN_CHARS:
+        # Thai, Chinese and Japanese write no spaces between words; Korean, and Latin words
+        # inside CJK text, do: a CJK query is looked for both ways.
+        forms = ["".join(query.folded.split())]
+        if not query.has_thai:
+            forms.append(" ".join(query.folded.split()))
+        forms = [f for f in dict.fromkeys(forms) if len(f) >= TRIGRAM_MIN_CHARS]
+        if not forms:
             return []
-        return ctx.ranked_match("chunks_fts", fts_phrase(phrase), rank=TRIGRAM_RANK)
+        return ctx.ranked_match("chunks_fts", fts_any(forms), rank=TRIGRAM_RANK)
     words = [w for g in query.groups for w in _WORD.findall(g.text)]
     if len(words) < 2:
         return []

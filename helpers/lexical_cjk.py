@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 
 from helpers import cjk
-from helpers.lexical_common import ChannelResult, SearchContext, fts_any
+from helpers.lexical_common import ChannelResult, SearchContext, fts_any, fts_phrase
 
 CJK_TABLE = "chunks_cjk"  # migration 4
 CJK_VOCAB = "chunks_cjk_vocab"
@@ -22,8 +22,9 @@ CJK_VOCAB = "chunks_cjk_vocab"
 # 10-character questions p50 49 -> 22 ms, max 121 -> 33 ms; 4-character words max 164 -> 24 ms;
 # the source chunk of 400 6- and 10-character substrings R@1 0.905 -> 0.887, R@8 0.948 -> 0.925.
 PAIR_POSTINGS_BUDGET = 30_000
-# When every pair kept is in more than this share of the chunks, BM25 order is worth little and
-# costs the most: the newest matching chunks are returned unranked (as the words channel does).
+# When every pair kept is in more than this share of the chunks and they add up to over half the
+# budget, BM25 order is worth little and costs the most: the newest matching chunks are returned
+# unranked (as the words channel does).
 COMMON_PAIR_SHARE = 0.25
 
 
@@ -34,33 +35,48 @@ def bigram_index_ready(conn: sqlite3.Connection) -> bool:
     return row[0] == len(names)
 
 
-def query_bigrams(ctx: SearchContext) -> list[str]:
-    runs = [group.text for group in ctx.query.content if group.kind == "cjk"]
-    return list(dict.fromkeys(gram for run in runs for gram in cjk.bigrams(run)))
-
-
 def channel_cjk(ctx: SearchContext) -> ChannelResult:
     return ctx.cached("cjk", lambda: _cjk(ctx))
 
 
 def _cjk(ctx: SearchContext) -> ChannelResult:
-    grams = query_bigrams(ctx)
-    if not grams or not bigram_index_ready(ctx.conn):
+    runs = [g.text for g in ctx.query.content if g.kind == "cjk" and len(g.text) >= 2]
+    if not runs or not bigram_index_ready(ctx.conn):
         return ChannelResult("cjk", [])
-    served = sum(1 for g in ctx.query.content if g.kind == "cjk" and len(g.text) >= 2)
+    pairs_of = {run: cjk.bigrams(run) for run in runs}
+    grams = list(dict.fromkeys(p for run in runs for p in pairs_of[run]))
     freq = {gram: _pair_freq(ctx.conn, gram) for gram in grams}
-    kept: list[str] = []
-    postings = 0
-    for gram in sorted((g for g in grams if freq[g] > 0), key=lambda g: (freq[g], grams.index(g))):
-        if kept and postings + freq[gram] > PAIR_POSTINGS_BUDGET:
+    position = {gram: i for i, gram in enumerate(grams)}
+
+    def rarest_first(pairs: list[str]) -> list[str]:
+        return sorted((p for p in pairs if freq[p] > 0), key=lambda p: (freq[p], position[p]))
+
+    # Every word keeps its rarest pair, whatever the budget: no word of the query drops out.
+    found = [pairs[0] for pairs in (rarest_first(pairs_of[run]) for run in runs) if pairs]
+    anchors = list(dict.fromkeys(found))
+    if not anchors:
+        return ChannelResult("cjk", [])
+    coverage = len(found) / len(ctx.query.content)
+    postings = sum(freq[a] for a in anchors)
+    if postings > PAIR_POSTINGS_BUDGET and len(anchors) > 1:
+        # Every word is common: rank only the chunks that hold all of them (their intersection).
+        match = " AND ".join(fts_phrase(a) for a in anchors)
+        return ChannelResult("cjk", ctx.ranked_match(CJK_TABLE, match), coverage)
+    kept = list(anchors)
+    for gram in rarest_first(grams):
+        if gram in kept:
+            continue
+        if postings + freq[gram] > PAIR_POSTINGS_BUDGET:
             break
         kept.append(gram)
         postings += freq[gram]
-    if not kept:
-        return ChannelResult("cjk", [])
-    common = min(freq[g] for g in kept) > COMMON_PAIR_SHARE * ctx.chunk_count()
+    # Unranked only when ranking would be costly and nearly worthless (small folders always rank).
+    common = (
+        postings > PAIR_POSTINGS_BUDGET // 2
+        and min(freq[g] for g in kept) > COMMON_PAIR_SHARE * ctx.chunk_count()
+    )
     ranked = ctx.ranked_match(CJK_TABLE, fts_any(kept), newest_first=common)
-    return ChannelResult("cjk", ranked, served / len(ctx.query.content))
+    return ChannelResult("cjk", ranked, coverage)
 
 
 def _pair_freq(conn: sqlite3.Connection, gram: str) -> int:

@@ -33,7 +33,7 @@ def make_snippet(text: str, terms: list[str], width: int = SNIPPET_CHARS) -> str
     # query has nothing longer.
     # A CJK pair is a word, not a letter: it stays (bigrams of a CJK query mark what matched).
     if any(len(t) >= MIN_MARK_CHARS for t in wanted):
-        wanted = {t for t in wanted if len(t) >= MIN_MARK_CHARS or has_cjk(t)}
+        wanted = {t for t in wanted if len(t) >= MIN_MARK_CHARS or (len(t) == 2 and has_cjk(t))}
     for term in sorted(wanted):
         start = folded.find(term)
         while start != -1 and len(spans) < 64:

@@ -16,6 +16,7 @@ import rag_service
 from helpers import cjk, lexical_channels, lexical_cjk
 from helpers.lexical_common import Filters, SearchContext
 from helpers.query_terms import Query, parse_query
+from helpers.snippet import make_snippet
 from rag_config import Config
 
 DOCS = {
@@ -200,3 +201,44 @@ def test_common_pairs_are_left_out_past_the_postings_budget(
         assert len(common.ranked) == 31 and {score for _, score in common.ranked} == {0.0}
     finally:
         conn.close()
+
+
+def test_when_every_word_is_common_only_chunks_holding_all_of_them_are_ranked(
+    config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the budget no word is dropped: the words' rarest pairs are AND-ed instead."""
+    for i in range(10):
+        (knowledge / f"a{i}.md").write_text(f"# 甲{i}\n\n我们明天开会。\n", "utf-8")
+        (knowledge / f"b{i}.md").write_text(f"# 乙{i}\n\n报销流程很长。\n", "utf-8")
+    for i in range(3):
+        (knowledge / f"both{i}.md").write_text(f"# 丙{i}\n\n我们的报销。\n", "utf-8")
+    _sync(config)
+    monkeypatch.setattr(lexical_cjk, "PAIR_POSTINGS_BUDGET", 5)
+    hits = rag_service.search(config, "我们 报销", mode="lexical", channels=["cjk"], top_k=20).hits
+    assert {h.path for h in hits} == {"both0.md", "both1.md", "both2.md"}
+
+
+def test_korean_keeps_its_word_prefixes_and_exact_phrases_and_small_folders_are_ranked(
+    config: Config, knowledge: Path
+) -> None:
+    docs = {
+        "a.md": "# 규정\n\n유급 휴가는 연간 십오 일이다.\n",
+        "b.md": "# 안내\n\n휴가 신청은 미리 한다.\n",
+        "c.md": "# 규정집\n\n유급 휴가 규정은 인사팀이 관리한다.\n",
+        "d.md": "# 메모\n\n휴가 휴가 휴가 유급 유급 유급\n",
+    }
+    for name, text in docs.items():
+        (knowledge / name).write_text(text, "utf-8")
+    _sync(config)
+    assert _top(config, "유급 휴가 규정") == "c.md"
+    exact = rag_service.search(config, "유급 휴가", mode="lexical", channels=["exact"]).hits
+    assert {h.path for h in exact} >= {"a.md", "c.md"}  # spaced phrase, particles after it
+    words = rag_service.search(config, "휴가", mode="lexical", channels=["words"]).hits
+    assert {h.path for h in words} == set(docs)  # 휴가* also matches 휴가는
+    cjk_hits = rag_service.search(config, "유급 휴가 규정", mode="lexical", channels=["cjk"]).hits
+    assert cjk_hits and all(h.channels["cjk"].score != 0.0 for h in cjk_hits)  # BM25, not newest
+
+
+def test_single_cjk_characters_are_not_marked_next_to_longer_terms() -> None:
+    snippet = make_snippet("本合同的付款期限的规定的说明", ["付款期限", "付款", "的"])
+    assert "**付款期限**" in snippet and "**的**" not in snippet
