@@ -121,17 +121,24 @@ def test_a_big_document_is_staged_in_short_transactions_and_appears_whole(
     conn.close()
 
 
-def test_a_cancel_between_batches_discards_the_staged_rows_and_keeps_the_old_version(
-    tmp_path: Path, small_batches: None
-):
-    conn = open_index(tmp_path / "index.sqlite3")
+def _cancel_a_big_rewrite(db: Path) -> tuple[sqlite3.Connection, str, _Watcher]:
+    """An indexed 20-chunk big.txt, then a 60-chunk new version cancelled after 3 batches;
+    returns the connection, the dump before the rewrite and the watcher."""
+    conn = open_index(db)
     write_document(conn, _entry("big.txt"), "1" * 64, _content("Old", "oldmarker", 4, 5))
-    before = canonical_dump(tmp_path / "index.sqlite3")
-    watcher = _Watcher(tmp_path / "index.sqlite3", cancel_after_batches=3)
+    before = canonical_dump(db)
+    watcher = _Watcher(db, cancel_after_batches=3)
     with pytest.raises(JobCancelled):
         write_document(
             conn, _entry("big.txt"), "2" * 64, _content("New", "newmarker", 12, 5), watcher
         )
+    return conn, before, watcher
+
+
+def test_a_cancel_between_batches_discards_the_staged_rows_and_keeps_the_old_version(
+    tmp_path: Path, small_batches: None
+):
+    conn, before, watcher = _cancel_a_big_rewrite(tmp_path / "index.sqlite3")
     assert len(watcher.progress) == 3
     assert canonical_dump(tmp_path / "index.sqlite3") == before
     assert _paths_found(conn, "oldmarker") == ["big.txt"]
@@ -147,14 +154,7 @@ def test_a_cancel_past_the_discard_budget_ends_at_once_and_the_next_sync_discard
     """A cancel late in a huge write must not keep the job "cancelling" while every staged row
     is deleted: past the budget the rows stay invisible until the next sync removes them."""
     monkeypatch.setattr(rag_sync_write, "CANCEL_DISCARD_BUDGET_S", 0.0)
-    conn = open_index(tmp_path / "index.sqlite3")
-    write_document(conn, _entry("big.txt"), "1" * 64, _content("Old", "oldmarker", 4, 5))
-    before = canonical_dump(tmp_path / "index.sqlite3")
-    watcher = _Watcher(tmp_path / "index.sqlite3", cancel_after_batches=3)
-    with pytest.raises(JobCancelled):
-        write_document(
-            conn, _entry("big.txt"), "2" * 64, _content("New", "newmarker", 12, 5), watcher
-        )
+    conn, before, _ = _cancel_a_big_rewrite(tmp_path / "index.sqlite3")
     assert len(hidden_document_ids(conn)) == 1  # left for the next sync
     assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 20 + 30
     assert _paths_found(conn, "oldmarker") == ["big.txt"]
