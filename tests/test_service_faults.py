@@ -26,6 +26,7 @@ from stress.harness import (
     McpProcess,
     can_mount,
     canonical_dump,
+    fill_after_sync,
     foreign_exclusive_lock,
     index_problems,
     remount,
@@ -296,14 +297,7 @@ def test_sync_kb_on_a_full_disk_is_a_typed_disk_full_error_and_searches_still_an
     with tmpfs(tmp_path / "tiny", "4m") as tiny:
         config = make_config(knowledge, tiny / "state")
         run_sync(config)
-        # A write reuses the room of a WAL that is still there: empty it first, so sync_kb's job
-        # row needs new blocks (the worker must be gone, or its connection keeps the WAL).
-        wait_until(lambda: not worker_pids(config.data_dir), timeout=60)
-        with closing(sqlite3.connect(config.db_path)) as conn:
-            assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
-        with open(tiny / "filler", "wb", buffering=0) as filler, pytest.raises(OSError):
-            while True:
-                filler.write(b"\0" * 65536)
+        fill_after_sync(tiny, config)  # sync_kb's job row now needs blocks there are none of
         with pytest.raises(DiskFull) as err:
             rag_service.start_sync(config)
         hits = rag_service.search(config, "invoice", mode="lexical").hits

@@ -6,15 +6,13 @@ import http.client
 import json
 import re
 import socket
-import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from stress.harness import can_mount, foreign_exclusive_lock, tmpfs, wait_until, worker_pids
+from stress.harness import can_mount, fill_after_sync, foreign_exclusive_lock, tmpfs
 from web_fixtures import (
     PDF_PAGE2_WORDS,
     SECRET_TEXT,
@@ -231,14 +229,7 @@ def test_a_sync_on_a_full_disk_is_a_507_and_searches_still_answer(tmp_path: Path
     with tmpfs(tmp_path / "tiny", "2m") as tiny:
         config = make_config(tmp_path / "kb", tiny / "state")
         sync_now(config)
-        # A write reuses the room of a WAL that is still there: empty it first, so the new job
-        # row needs new blocks (the worker must be gone, or its connection keeps the WAL).
-        wait_until(lambda: not worker_pids(config.data_dir), timeout=60)
-        with closing(sqlite3.connect(config.db_path)) as conn:
-            assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
-        with open(tiny / "filler", "wb", buffering=0) as filler, pytest.raises(OSError):
-            while True:
-                filler.write(b"\0" * 65536)
+        fill_after_sync(tiny, config)  # the new job row now needs blocks there are none of
         try:
             with running_console(config) as server:
                 http = Http(server.port, server.csrf_token)

@@ -333,6 +333,21 @@ def tmpfs(path: Path, size: str) -> Iterator[Path]:
             time.sleep(0.1)  # a worker may still be closing its files
 
 
+def fill_after_sync(mount: Path, config: Config) -> None:
+    """Leave no free block on `mount`, which holds `config`'s synced data dir. A write reuses the
+    room of a WAL that is still there, so the WAL is emptied first (the worker must be gone, or
+    its connection keeps the WAL) and the next write needs new blocks."""
+    wait_until(lambda: not worker_pids(config.data_dir), timeout=60)
+    with contextlib.closing(sqlite3.connect(config.db_path)) as conn:
+        assert conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+    with open(mount / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"\0" * 65536)
+        except OSError:
+            return  # ENOSPC: full
+
+
 def remount(path: Path, *, read_only: bool) -> None:
     mode = "ro" if read_only else "rw"
     subprocess.run(["mount", "-o", f"remount,{mode}", str(path)], check=True, capture_output=True)
