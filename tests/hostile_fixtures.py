@@ -140,7 +140,7 @@ def make_hostile_corpus(
     _empty_files(corpus)
     big = root / "big" / "one-line.txt"
     big.parent.mkdir()
-    _write_one_line(big, big_text_bytes)
+    write_one_line(big, big_text_bytes)
     corpus.add("big/one-line.txt", "big single-line text", REPORTED)
     return corpus
 
@@ -439,9 +439,13 @@ def _empty_files(corpus: HostileCorpus) -> None:
         corpus.add(f"empty/empty.{fmt}", "empty file", REPORTED)
 
 
-def _write_one_line(path: Path, size: int) -> None:
-    """`size` bytes of words on one line (no newline at all), written in bounded pieces."""
-    piece = (" ".join(f"w{i % 997}" for i in range(20_000)) + " ").encode()
+def write_one_line(path: Path, size: int) -> None:
+    """`size` bytes of words on one line (no newline at all)."""
+    write_repeated(path, (" ".join(f"w{i % 997}" for i in range(20_000)) + " ").encode(), size)
+
+
+def write_repeated(path: Path, piece: bytes, size: int) -> None:
+    """`size` bytes of `piece` over and over, written in bounded pieces (never all in memory)."""
     with path.open("wb") as f:
         written = 0
         while written < size:

@@ -187,10 +187,10 @@ def test_links_fifos_and_sockets_are_reported_as_skipped_with_a_reason(hostile: 
 
 
 def test_a_20_mb_single_line_text_file_streams_in_bounded_pieces(tmp_path: Path):
-    from hostile_fixtures import _write_one_line
+    from hostile_fixtures import write_one_line
 
     path = tmp_path / "one-line.txt"
-    _write_one_line(path, 20 * 1024 * 1024)
+    write_one_line(path, 20 * 1024 * 1024)
     extract = extractor_for(path)
     assert extract is not None
     tracemalloc.start()

@@ -21,6 +21,7 @@ import time
 
 from _common import line, work_dir
 from conftest import WORDS, make_config
+from hostile_fixtures import write_one_line, write_repeated
 from stress.harness import index_problems, percentile
 
 import rag_service
@@ -44,18 +45,10 @@ PROBE_PAUSE_S = 0.05
 def write_big_text(path, size: int, kind: str) -> None:  # type: ignore[no-untyped-def]
     """`size` bytes of words: one line without a newline, or 12-word lines in paragraphs."""
     if kind == "one-line":
-        piece = (" ".join(f"w{i % 997}" for i in range(20_000)) + " ").encode()
-    else:
-        lines = [
-            " ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(12)) for i in range(2000)
-        ]
-        piece = ("\n".join(lines) + "\n\n").encode()
-    with path.open("wb") as f:
-        written = 0
-        while written < size:
-            chunk = piece[: size - written]
-            f.write(chunk)
-            written += len(chunk)
+        write_one_line(path, size)
+        return
+    lines = [" ".join(WORDS[(i * 7 + k * 3) % len(WORDS)] for k in range(12)) for i in range(2000)]
+    write_repeated(path, ("\n".join(lines) + "\n\n").encode(), size)
 
 
 def watch(config, label: str, cancel_after: float = 0.0) -> None:  # type: ignore[no-untyped-def]
