@@ -304,13 +304,20 @@ def job_view(conn: sqlite3.Connection, row: sqlite3.Row, already_running: bool =
     )
 
 
+def _newer_column(row: sqlite3.Row, name: str) -> Any:
+    """A column a later migration added: None on an older index read as it is (read-only)."""
+    # sqlite3.Row: `name in row` would test the values, not the column names.
+    columns = row.keys()
+    return row[name] if name in columns else None
+
+
 def _file_progress(row: sqlite3.Row) -> dict[str, Any] | None:
     """The current file's progress; None between files and on an index older than the column."""
-    columns = row.keys()  # sqlite3.Row: `in row` would test values, not column names
-    if "file_progress" not in columns or not row["file_progress"]:
+    raw = _newer_column(row, "file_progress")
+    if not raw:
         return None
     try:
-        value = json.loads(row["file_progress"])
+        value = json.loads(raw)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -347,8 +354,7 @@ def _eta(row: sqlite3.Row) -> float | None:
     if row["state"] not in ("running", "cancelling") or not row["started_at"]:
         return None
     now = row["updated_at"] or time.time()
-    columns = row.keys()  # sqlite3.Row: `in row` would test values, not column names
-    phase_started = row["phase_started_at"] if "phase_started_at" in columns else None
+    phase_started = _newer_column(row, "phase_started_at")
     if row["phase"] == "semantic" and phase_started:
         done, total = row["semantic_done"], row["semantic_total"]
         in_phase = now - phase_started
