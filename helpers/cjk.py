@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import re
 
-# Han (BMP, compatibility and supplementary planes), kana, the iteration marks 々〆〇, and Hangul
-# syllables and jamo. Full-width Latin letters and digits are not CJK: they stay words.
-CJK_RUN = re.compile(
-    "[\u1100-\u11ff\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
-    "\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0003134f]+"
+# Hangul jamo, compatibility jamo and syllables.
+_HANGUL = "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"
+# Han (BMP, compatibility and supplementary planes), kana and the iteration marks 々〆〇.
+_HAN_KANA = (
+    "\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0003134f"
 )
-
-
-HANGUL_RUN = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]+")
+# Full-width Latin letters and digits are not CJK: they stay words.
+CJK_RUN = re.compile(f"[{_HANGUL}{_HAN_KANA}]+")
+HANGUL_RUN = re.compile(f"[{_HANGUL}]+")
 
 
 def has_cjk(text: str) -> bool:

@@ -1,7 +1,8 @@
 """The cjk channel: BM25 over the character-bigram index of Chinese, Japanese and Korean text.
 
 A query's CJK runs become their bigrams (helpers.cjk), OR-ed: a chunk holding more of the pairs,
-more often, in less text ranks first. Two-character words (most of the CJK vocabulary) are exact
+more often, in less text ranks first (within a postings budget; when every word is common, the
+words' rarest pairs are AND-ed instead). Two-character words (most of the CJK vocabulary) are exact
 tokens here, at any corpus size; the trigram index cannot see them and the short-term scan only
 reads the newest chunks.
 """
