@@ -196,7 +196,8 @@ def _model_fetch(args: argparse.Namespace) -> int:
     """The only code path that downloads anything, and only when the user asks for it."""
     from pathlib import Path
 
-    from helpers import model_fetch, semantic_model
+    from helpers.semantic import fetch as model_fetch
+    from helpers.semantic import model as semantic_model
 
     cache = Path(args.cache_dir) if args.cache_dir else semantic_model.hf_hub_cache_root()
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from helpers.cjk import index_text
+from helpers.text.cjk import index_text
 
 SCHEMA_VERSION = 4
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS sections (
     document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL,
     text TEXT NOT NULL,
-    location TEXT NOT NULL              -- JSON of helpers.blocks.Location
+    location TEXT NOT NULL              -- JSON of helpers.extract.blocks.Location
 );
 CREATE INDEX IF NOT EXISTS sections_document ON sections(document_id, ordinal);
 
@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS chunks (
     section_id INTEGER NOT NULL REFERENCES sections(id) ON DELETE CASCADE,
     ordinal INTEGER NOT NULL,
     text TEXT NOT NULL,                 -- breadcrumb + content, as embedded and shown
-    norm TEXT NOT NULL,                 -- helpers.text_normalize.fold(text): short-query scans
+    norm TEXT NOT NULL,                 -- helpers.text.normalize.fold(text): short-query scans
     text_hash TEXT NOT NULL,            -- sha256 of text: semantic vectors are reused by it
     location TEXT NOT NULL,
     ocr INTEGER NOT NULL DEFAULT 0
@@ -144,7 +144,7 @@ CREATE TABLE IF NOT EXISTS semantic_blocks (
     # what a version-1 index already holds, so an existing index upgrades in place.
     2: """
 -- File names for the filename channel: fold()ed, with _ - . / backslash and whitespace as one
--- space (helpers.lexical_filename.path_key).
+-- space (helpers.lexical.filename.path_key).
 CREATE TABLE IF NOT EXISTS doc_names (
     doc_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
     name_key TEXT NOT NULL,             -- file name ("sales report 2026 txt")
@@ -246,8 +246,8 @@ INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks WHERE ocr = 
 ALTER TABLE jobs ADD COLUMN phase_started_at REAL;
 """,
     4: """
--- Character bigrams of the chunks that hold Chinese, Japanese or Korean text (helpers.cjk), for
--- the cjk channel. rag_sync_write adds a chunk's row next to its chunks_fts row; the trigger
+-- Character bigrams of the chunks that hold Chinese, Japanese or Korean text (helpers.text.cjk),
+-- for the cjk channel. rag_sync_write adds a chunk's row next to its chunks_fts row; the trigger
 -- deletes it with the chunk (cascades included). Chunks without CJK text have no row.
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_cjk USING fts5(
     grams, tokenize = 'unicode61 remove_diacritics 0'

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from helpers.blocks import Location
-from helpers.chunking import CHUNK_SCHEME
-from helpers.lexical_common import NOT_STAGING, STAGING_RANGE
+from helpers.extract.blocks import Location
+from helpers.lexical.common import NOT_STAGING, STAGING_RANGE
 from helpers.safety import scope_like_pattern
+from helpers.text.chunking import CHUNK_SCHEME
 from rag_results import UNTRUSTED_NOTICE
 
 LIST_SORT_COLUMNS = {

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import rag_jobs
-from helpers import extractors
-from helpers.chunking import CHUNK_SCHEME
-from helpers.lexical_common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
+from helpers.extract import registry as extractors
+from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
+from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import schema_version
 from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
@@ -44,7 +44,7 @@ LAST_JOB_KEYS = (
 
 def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> dict[str, Any]:
     """off / unavailable / not_built / stale / ready, with the fix, the model and vector count."""
-    from helpers import semantic_model
+    from helpers.semantic import model as semantic_model
 
     cache_dir = config.data_dir / SEMANTIC_CACHE
     availability = semantic_model.check_availability(
@@ -81,7 +81,7 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
 
 def ocr_state(config: Config) -> dict[str, Any]:
     try:
-        from helpers import ocr
+        from helpers.ocr import engine as ocr
     except ImportError:
         return {"state": "unavailable", "hint": "apt-get install tesseract-ocr"}
     status = ocr.ocr_status(ocr.OcrConfig(langs=config.ocr_langs, tesseract_cmd=config.ocr_cmd))

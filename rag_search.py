@@ -1,15 +1,15 @@
 """Retrieval: independent ranked channels over the index, fused into one ranking.
 
 Channels (each can be switched off for ablation through SearchOptions.channels):
-  filename  the query names a file (helpers.lexical_filename)
-  words     word-level BM25 with Snowball prefix stems (helpers.lexical_channels)
+  filename  the query names a file (helpers.lexical.filename)
+  words     word-level BM25 with Snowball prefix stems (helpers.lexical.channels)
   sections  parent sections ranked by query-term density (summed chunk scores / chunks)
   bm25      trigram BM25 over title/path/body for Thai words, symbols and substrings
   exact     exact phrase, then all content terms
   short     1-2 character terms (word index, bounded instr() scan, or re-ranking)
-  variants  split/joined words: data base <-> database (helpers.lexical_variants)
-  fuzzy     OCR misreadings, only inside OCR chunks (helpers.ocr_fuzzy)
-  cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical_cjk)
+  variants  split/joined words: data base <-> database (helpers.lexical.variants)
+  fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
+  cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
 Lexical channels are fused by RRF; in hybrid mode, lexical evidence and the semantic cosine are
 combined per parent section (hybrid_fuse). Fusion is deterministic: fixed constants and weights,
 ties broken by path, then position in the file.
@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.blocks import Location
-from helpers.lexical_channels import (
+from helpers.extract.blocks import Location
+from helpers.lexical.channels import (
     BM25_COLUMN_WEIGHTS,
     channel_bm25,
     channel_exact,
@@ -34,8 +34,8 @@ from helpers.lexical_channels import (
     channel_short,
     channel_words,
 )
-from helpers.lexical_cjk import channel_cjk
-from helpers.lexical_common import (
+from helpers.lexical.cjk_pairs import channel_cjk
+from helpers.lexical.common import (
     CHANNEL_DEPTH,
     ChannelResult,
     Filters,
@@ -43,11 +43,11 @@ from helpers.lexical_common import (
     fts_phrase,
     section_ids,
 )
-from helpers.lexical_filename import channel_filename
-from helpers.lexical_variants import channel_variants
-from helpers.ocr_fuzzy import channel_fuzzy
-from helpers.query_terms import Query
-from helpers.snippet import make_snippet
+from helpers.lexical.filename import channel_filename
+from helpers.lexical.ocr_fuzzy import channel_fuzzy
+from helpers.lexical.query_terms import Query
+from helpers.lexical.snippet import make_snippet
+from helpers.lexical.variants import channel_variants
 from rag_results import ChannelRank, Hit, SearchResult
 
 __all__ = [

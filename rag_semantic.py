@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 import rag_db
-from helpers import vector_pack
-from helpers.semantic_model import (
+from helpers.semantic import vector_pack
+from helpers.semantic.model import (
     FETCH_HINT,
     ModelError,
     ModelInfo,

@@ -23,7 +23,7 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
-from helpers import vector_pack
+from helpers.semantic import vector_pack
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
 DEFAULT_THREADS = 2  # the target machines have 2 cores

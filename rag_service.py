@@ -22,8 +22,8 @@ from typing import Any
 import rag_documents
 import rag_jobs
 import rag_search
-from helpers import extractors
-from helpers.lexical_common import STAGING_RANGE, not_staging_sql
+from helpers.extract import registry as extractors
+from helpers.lexical.common import STAGING_RANGE, not_staging_sql
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_db import write_transaction
@@ -233,7 +233,7 @@ def _semantic_candidates(
     if light["state"] != "ready":
         return None, f"semantic search {light['state']}: {light['hint']}"
     import rag_semantic
-    from helpers.semantic_model import ModelError
+    from helpers.semantic.model import ModelError
 
     cache_dir = config.data_dir / SEMANTIC_CACHE
     state = rag_semantic.semantic_state(

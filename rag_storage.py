@@ -102,7 +102,7 @@ def _why_not_writable(path: Path) -> str:
 
 
 def _ocr_config_problems(config: Config) -> list[str]:
-    from helpers import ocr_settings
+    from helpers.ocr import settings as ocr_settings
 
     problems: list[str] = []
     langs_problem = ocr_settings.langs_problem(config.ocr_langs)

@@ -16,10 +16,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
-from helpers import extractors
-from helpers.blocks import BlockKind, ExtractContext, ExtractionError, ExtractLimits, TextBlock
-from helpers.chunking import CHUNK_SCHEME, build_sections
-from helpers.extract_sandbox import SandboxedExtractor
+from helpers.extract import registry as extractors
+from helpers.extract.blocks import (
+    BlockKind,
+    ExtractContext,
+    ExtractionError,
+    ExtractLimits,
+    TextBlock,
+)
+from helpers.extract.sandbox import SandboxedExtractor
 from helpers.safety import (
     FileEntry,
     FileReplaced,
@@ -29,7 +34,8 @@ from helpers.safety import (
     still_same_file,
     walk_files,
 )
-from helpers.text_normalize import clean_text
+from helpers.text.chunking import CHUNK_SCHEME, build_sections
+from helpers.text.normalize import clean_text
 from rag_sync_write import (
     STAGING_PATH_PREFIX,
     TRUNCATED_NOTE,

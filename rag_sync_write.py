@@ -6,7 +6,7 @@ the busy timeout of cancel_sync, sync_kb and the heartbeat; it is written under 
 *staging* row in short batches, then swapped in by one short transaction that also moves the old
 version out of sight. Staging rows are discarded in batches: after the swap, on cancel (for
 CANCEL_DISCARD_BUDGET_S at most), and at the next sync after a killed worker or a cancel that
-left some. Search skips them (helpers.lexical_common).
+left some. Search skips them (helpers.lexical.common).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from helpers import extractors
-from helpers.chunking import CHUNK_SCHEME, Section
-from helpers.cjk import index_text as cjk_index_text
-from helpers.lexical_common import STAGING_PATH_PREFIX, hidden_document_ids
+from helpers.extract import registry as extractors
+from helpers.lexical.common import STAGING_PATH_PREFIX, hidden_document_ids
 from helpers.safety import FileEntry
-from helpers.text_normalize import fold
+from helpers.text.chunking import CHUNK_SCHEME, Section
+from helpers.text.cjk import index_text as cjk_index_text
+from helpers.text.normalize import fold
 from rag_db import write_transaction
 
 # Rows written (or deleted) per transaction: ~0.4-0.7 ms per chunk row with its three FTS
@@ -434,7 +434,7 @@ def _insert_sections(
 
 def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> None:
     """The file-name keys the filename channel looks up (migration 2's doc_names)."""
-    from helpers.lexical_filename import name_keys
+    from helpers.lexical.filename import name_keys
 
     keys = name_keys(rel_path)
     conn.execute(

@@ -30,8 +30,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from helpers import vector_pack
-from helpers.semantic_model import (
+from helpers.semantic import vector_pack
+from helpers.semantic.model import (
     FETCH_HINT,
     INSTALL_HINT,
     ModelError,

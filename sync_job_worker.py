@@ -21,8 +21,8 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
-from helpers.blocks import ExtractContext, ExtractLimits
-from helpers.extract_sandbox import SandboxedExtractor
+from helpers.extract.blocks import ExtractContext, ExtractLimits
+from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
 from rag_sync import JobCancelled, sync_files
@@ -270,7 +270,7 @@ def ocr_options(config: Config) -> dict[str, object]:
 
 def build_extract_context(config: Config) -> ExtractContext:
     """Limits from the config, plus OCR when an engine is installed."""
-    from helpers import ocr
+    from helpers.ocr import engine as ocr
 
     limits = ExtractLimits(max_file_bytes=config.max_file_bytes)
     ocr_config = ocr.OcrConfig(**ocr_options(config))  # type: ignore[arg-type]
@@ -346,7 +346,7 @@ def _semantic_phase(conn: sqlite3.Connection, config: Config, reporter: JobRepor
     if not config.semantic:
         return None
     import rag_semantic
-    from helpers.semantic_model import ModelError
+    from helpers.semantic.model import ModelError
 
     try:
         rag_semantic.sync_phase(

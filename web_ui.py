@@ -28,7 +28,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import rag_jobs
 import rag_service
-from helpers.extractors import SUPPORTED_SUFFIXES
+from helpers.extract.registry import SUPPORTED_SUFFIXES
 from helpers.safety import PathRejected, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_errors import (

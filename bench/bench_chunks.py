@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import rag_service  # noqa: E402
-from helpers.chunking import estimate_tokens  # noqa: E402
+from helpers.text.chunking import estimate_tokens  # noqa: E402
 from rag_config import Config  # noqa: E402
 from rag_db import connect  # noqa: E402
 from rag_semantic import SemanticWorker  # noqa: E402

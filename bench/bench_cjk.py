@@ -7,7 +7,7 @@ characters, Zipf-weighted, grouped into 20,000 one- to three-character "words", 
 weighted, 60 words a chunk. Then times whole searches and the cjk channel for 2-, 4- and
 10-character queries cut from real chunks, and measures how often the channel ranks the source
 chunk of a 6- or 10-character substring first (R@1) and in its top 8 (R@8). --budget overrides
-helpers.lexical_cjk.PAIR_POSTINGS_BUDGET. Run by hand; tests never time.
+helpers.lexical.cjk_pairs.PAIR_POSTINGS_BUDGET. Run by hand; tests never time.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import rag_db  # noqa: E402
 import rag_search  # noqa: E402
 from helpers import lexical_cjk  # noqa: E402
-from helpers.cjk import index_text  # noqa: E402
-from helpers.lexical_common import SearchContext  # noqa: E402
+from helpers.lexical.common import SearchContext  # noqa: E402
+from helpers.text.cjk import index_text  # noqa: E402
 
 WORDS_PER_CHUNK = 60
 

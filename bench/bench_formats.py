@@ -71,8 +71,8 @@ def make_inputs(work: Path, pages: int, rows: int, line_mb: int) -> dict[str, Pa
 
 def run_one(path: Path) -> None:
     """Child mode: extract one file, print units, seconds and peak RSS as JSON."""
-    from helpers.blocks import ExtractContext, ExtractLimits
-    from helpers.extractors import extractor_for
+    from helpers.extract.blocks import ExtractContext, ExtractLimits
+    from helpers.extract.registry import extractor_for
 
     ctx = ExtractContext(limits=ExtractLimits(**UNCAPPED))
     extractor = extractor_for(path)

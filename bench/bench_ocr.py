@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pypdfium2 as pdfium  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from helpers.ocr import OcrConfig, make_ocr_function, ocr_status  # noqa: E402
+from helpers.ocr.engine import OcrConfig, make_ocr_function, ocr_status  # noqa: E402
 from tests.ocr_fixtures import degrade, render_page, word_recall, wrap_text  # noqa: E402
 
 DPI = 300

@@ -22,20 +22,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from helpers.blocks import Location  # noqa: E402
-from helpers.chunking import Child, Section  # noqa: E402
-from helpers.lexical_common import SearchContext  # noqa: E402
-from helpers.ocr_fuzzy import channel_fuzzy  # noqa: E402
-from helpers.query_terms import parse_query  # noqa: E402
+from helpers.extract.blocks import Location  # noqa: E402
+from helpers.lexical.common import SearchContext  # noqa: E402
+from helpers.lexical.ocr_fuzzy import channel_fuzzy  # noqa: E402
+from helpers.lexical.query_terms import parse_query  # noqa: E402
 from helpers.safety import FileEntry  # noqa: E402
-from helpers.text_normalize import fold  # noqa: E402
+from helpers.text.chunking import Child, Section  # noqa: E402
+from helpers.text.normalize import fold  # noqa: E402
 from rag_db import open_index  # noqa: E402
 from rag_search import SearchOptions, search  # noqa: E402
 from rag_sync import DocumentContent, write_document  # noqa: E402
 
 EVAL_DIR = Path("/work/shared/eval")
 CHUNKS_PER_DOC = 20
-WORDS_PER_CHUNK = 60  # about the 112-token children of helpers.chunking
+WORDS_PER_CHUNK = 60  # about the 112-token children of helpers.text.chunking
 OCR_EVERY = 10  # every tenth document is an OCR'd scan
 SEED = 7
 _WORD = re.compile(r"[^\W\d_]{2,}")

@@ -36,7 +36,7 @@ import numpy as np  # noqa: E402
 import rag_db  # noqa: E402
 import rag_semantic  # noqa: E402
 from helpers import vector_pack  # noqa: E402
-from helpers.semantic_model import load_model_info  # noqa: E402
+from helpers.semantic.model import load_model_info  # noqa: E402
 from tests.semantic_fixtures import REAL_MODEL_DIR, add_document  # noqa: E402
 
 SENTENCES = [

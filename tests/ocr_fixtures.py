@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter, ImageFont
 from pythainlp.tokenize import word_tokenize
 
-from helpers.text_normalize import fold, has_thai
+from helpers.text.normalize import fold, has_thai
 
 FONT_ROOT = Path("/usr/share/fonts")
 LATIN_FONTS = ("DejaVuSans.ttf", "DejaVuSerif.ttf", "LiberationSans-Regular.ttf")

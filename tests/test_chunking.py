@@ -16,16 +16,16 @@ from semantic_fixtures import REAL_MODEL_DIR
 
 import rag_service
 import rag_sync
-from helpers import chunking, thai
-from helpers.blocks import BlockKind, Location, TextBlock
-from helpers.chunking import (
+from helpers.extract.blocks import BlockKind, Location, TextBlock
+from helpers.semantic.model import load_model_info
+from helpers.text import chunking, thai
+from helpers.text.chunking import (
     CHILD_MAX_TOKENS,
     PARENT_MAX_CHARS,
     breadcrumb,
     build_sections,
 )
-from helpers.semantic_model import load_model_info
-from helpers.token_estimate import JOINS_WORD_START, estimate_tokens
+from helpers.text.token_estimate import JOINS_WORD_START, estimate_tokens
 from rag_config import Config
 from rag_db import connect
 

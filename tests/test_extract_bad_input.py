@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers.archive_guard import MAX_MEMBERS, check_archive
-from helpers.blocks import ExtractContext, ExtractionError, ExtractLimits, TextBlock
-from helpers.extractors import extractor_for
+from helpers.extract.archive_guard import MAX_MEMBERS, check_archive
+from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits, TextBlock
+from helpers.extract.registry import extractor_for
 from tests.format_fixtures import (
     make_docx,
     make_epub,

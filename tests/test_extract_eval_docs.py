@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.blocks import BlockKind, ExtractContext
-from helpers.extractors import extractor_for
+from helpers.extract.blocks import BlockKind, ExtractContext
+from helpers.extract.registry import extractor_for
 
 DOCS = Path(__file__).resolve().parents[2] / "shared/eval/debfaq-en-mixed/docs"
 

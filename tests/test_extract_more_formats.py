@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import extract_legacy
-from helpers.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
-from helpers.extractors import extractor_for
+from helpers.extract import legacy as extract_legacy
+from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
+from helpers.extract.registry import extractor_for
 from tests.format_fixtures import (
     RUSSIAN,
     SOFFICE,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from helpers.blocks import BlockKind, ExtractContext, TextBlock
-from helpers.extract_ods import column_letter
-from helpers.extractors import extractor_for
+from helpers.extract.blocks import BlockKind, ExtractContext, TextBlock
+from helpers.extract.ods import column_letter
+from helpers.extract.registry import extractor_for
 from tests.format_fixtures import THAI, make_odp, make_ods, make_odt
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.blocks import BlockKind, ExtractContext, TextBlock
-from helpers.extractors import extractor_for
+from helpers.extract.blocks import BlockKind, ExtractContext, TextBlock
+from helpers.extract.registry import extractor_for
 from tests.format_fixtures import RUSSIAN, THAI, make_docx, make_pptx, make_xlsx
 
 

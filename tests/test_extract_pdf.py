@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from helpers.blocks import BlockKind, ExtractContext, ExtractionError, OcrText, TextBlock
-from helpers.extract_common import ExtractionCancelled
-from helpers.extractors import extractor_for
+from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, OcrText, TextBlock
+from helpers.extract.common import ExtractionCancelled
+from helpers.extract.registry import extractor_for
 from tests.format_fixtures import (
     RUSSIAN,
     SOFFICE,
@@ -118,7 +118,7 @@ def test_an_ocr_failure_on_one_page_flags_that_page_and_keeps_the_rest(tmp_path:
 
 @pytest.mark.slow
 def test_a_real_scan_is_read_by_real_tesseract(tmp_path: Path) -> None:
-    from helpers.ocr import OcrConfig, make_ocr_function
+    from helpers.ocr.engine import OcrConfig, make_ocr_function
 
     ocr = make_ocr_function(OcrConfig())
     if ocr is None:

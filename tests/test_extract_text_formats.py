@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers.blocks import BlockKind, ExtractContext, ExtractionError, ExtractLimits, TextBlock
-from helpers.extractors import SUPPORTED_SUFFIXES, extractor_for, format_of
+from helpers.extract.blocks import (
+    BlockKind,
+    ExtractContext,
+    ExtractionError,
+    ExtractLimits,
+    TextBlock,
+)
+from helpers.extract.registry import SUPPORTED_SUFFIXES, extractor_for, format_of
 
 CTX = ExtractContext()
 RUSSIAN = "Съешь же ещё этих мягких французских булок, да выпей чаю."
@@ -56,7 +62,7 @@ def test_registry_knows_every_promised_suffix_and_rejects_others() -> None:
 
 def test_importing_the_registry_does_not_import_document_libraries() -> None:
     code = (
-        "import sys, helpers.extractors\n"
+        "import sys, helpers.extract.registry\n"
         "heavy = [m for m in ('pypdfium2', 'openpyxl', 'docx', 'pptx', 'odf', 'PIL') "
         "if m in sys.modules]\n"
         "print(','.join(heavy))"

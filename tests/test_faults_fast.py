@@ -43,7 +43,7 @@ from stress.harness import (
 import rag_jobs
 import rag_service
 import rag_sync
-from helpers.blocks import ExtractContext
+from helpers.extract.blocks import ExtractContext
 from rag_config import Config
 from rag_db import open_index
 
@@ -352,8 +352,8 @@ _STUCK_WORKER = """
 import sys, threading, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from helpers.blocks import ExtractLimits
-from helpers.extract_sandbox import SandboxedExtractor
+from helpers.extract.blocks import ExtractLimits
+from helpers.extract.sandbox import SandboxedExtractor
 sandbox = SandboxedExtractor(ExtractLimits(), None)
 threading.Thread(
     target=lambda: list(sandbox.extract(Path(sys.argv[2]), lambda: None)), daemon=True

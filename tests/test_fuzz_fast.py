@@ -33,9 +33,9 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from stress.harness import run_sync
 
 import rag_service
-from helpers.blocks import ExtractContext, ExtractionError, ExtractLimits, TextBlock
-from helpers.extract_sandbox import SandboxedExtractor
-from helpers.extractors import extractor_for
+from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits, TextBlock
+from helpers.extract.registry import extractor_for
+from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
 
 CORPUS_DIR = Path(__file__).resolve().parent / "fuzz_corpus"

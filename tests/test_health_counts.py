@@ -10,7 +10,7 @@ from stress.harness import run_sync
 from test_sync_large_docs import _kill_writer_when, _write_big
 
 import rag_service
-from helpers.lexical_common import STAGING_PATH_PREFIX
+from helpers.lexical.common import STAGING_PATH_PREFIX
 from rag_config import Config
 
 

@@ -35,9 +35,9 @@ from stress.harness import (
 )
 
 import rag_service
-from helpers.blocks import ExtractContext, ExtractLimits
-from helpers.extract_textio import READ_CHUNK_CHARS
-from helpers.extractors import extractor_for
+from helpers.extract.blocks import ExtractContext, ExtractLimits
+from helpers.extract.registry import extractor_for
+from helpers.extract.textio import READ_CHUNK_CHARS
 from helpers.safety import FileEntry
 from rag_config import Config
 from rag_jobs import JobView

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from semantic_fixtures import build_tiny_model
 
-from helpers.model_fetch import FetchError, fetch_model
-from helpers.semantic_model import (
+from helpers.semantic.fetch import FetchError, fetch_model
+from helpers.semantic.model import (
     DEFAULT_REPO_ID,
     find_in_hf_cache,
     load_model_info,

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from helpers.blocks import ExtractContext, ExtractionError, OcrText
-from helpers.extract_common import MAX_BLOCK_CHARS, ExtractionCancelled
-from helpers.extract_image import MAX_PAGE_PIXELS, SUFFIXES, extract
-from helpers.ocr import (
+from helpers.extract.blocks import ExtractContext, ExtractionError, OcrText
+from helpers.extract.common import MAX_BLOCK_CHARS, ExtractionCancelled
+from helpers.extract.image import MAX_PAGE_PIXELS, SUFFIXES, extract
+from helpers.ocr.engine import (
     OcrConfig,
     OcrTimeoutError,
     TesseractOcr,

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from helpers.blocks import OcrText
-from helpers.ocr import OcrConfig, make_ocr_function
-from helpers.ocr_vlm import (
+from helpers.extract.blocks import OcrText
+from helpers.ocr.engine import OcrConfig, make_ocr_function
+from helpers.ocr.vlm import (
     CONTROL_URL_ENV,
     MAX_CONSECUTIVE_FAILURES,
     VlmConfigError,

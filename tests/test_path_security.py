@@ -21,7 +21,7 @@ from stress.harness import McpProcess, run_sync
 import rag_jobs
 import rag_service
 import rag_sync
-from helpers.blocks import ExtractContext
+from helpers.extract.blocks import ExtractContext
 from helpers.safety import resolve_inside
 from rag_config import Config
 from rag_db import open_index

@@ -13,10 +13,12 @@ from conftest import make_config, undo_migration_4
 import rag_db
 import rag_search
 import rag_service
-from helpers import cjk, lexical_channels, lexical_cjk
-from helpers.lexical_common import Filters, SearchContext
-from helpers.query_terms import Query, parse_query
-from helpers.snippet import make_snippet
+from helpers.lexical import channels as lexical_channels
+from helpers.lexical import cjk_pairs as lexical_cjk
+from helpers.lexical.common import Filters, SearchContext
+from helpers.lexical.query_terms import Query, parse_query
+from helpers.lexical.snippet import make_snippet
+from helpers.text import cjk
 from rag_config import Config
 
 DOCS = {

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import rag_db
 import rag_search
-from helpers.lexical_filename import name_keys
-from helpers.text_normalize import fold
+from helpers.lexical.filename import name_keys
+from helpers.text.normalize import fold
 from rag_db import _split_statements
 
 

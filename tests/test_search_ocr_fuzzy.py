@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 
 import rag_search
-from helpers.blocks import Location
-from helpers.chunking import Child, Section
-from helpers.lexical_common import SearchContext
-from helpers.ocr_fuzzy import (
+from helpers.extract.blocks import Location
+from helpers.lexical.common import SearchContext
+from helpers.lexical.ocr_fuzzy import (
     bounded_levenshtein,
     channel_fuzzy,
     close_words,
     max_distance,
     skeleton,
 )
-from helpers.query_terms import parse_query
+from helpers.lexical.query_terms import parse_query
 from helpers.safety import FileEntry
+from helpers.text.chunking import Child, Section
 from rag_db import open_index
 from rag_sync import DocumentContent, write_document
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from helpers import thai
-from helpers.lexical_filename import name_keys, path_key, query_keys
-from helpers.query_terms import parse_query
-from helpers.stemming import stem
+from helpers.lexical.filename import name_keys, path_key, query_keys
+from helpers.lexical.query_terms import parse_query
+from helpers.text import thai
+from helpers.text.stemming import stem
 
 
 def _groups(query: str) -> list[tuple[str, str, bool]]:

@@ -19,8 +19,8 @@ from semantic_fixtures import (
 
 import rag_db
 import rag_semantic
-from helpers import vector_pack
-from helpers.semantic_model import load_model_info
+from helpers.semantic import vector_pack
+from helpers.semantic.model import load_model_info
 from rag_semantic import (
     NotReadyError,
     SemanticWorker,

@@ -24,8 +24,8 @@ from semantic_fixtures import (
 )
 
 import semantic_worker
-from helpers import semantic_model
-from helpers.semantic_model import ModelError, check_availability, load_model_info
+from helpers.semantic import model as semantic_model
+from helpers.semantic.model import ModelError, check_availability, load_model_info
 from rag_semantic_client import LineReader, SemanticWorker, WorkerError, WorkerTimeout
 
 HF_REPO_FOLDER = "models--sentence-transformers--paraphrase-multilingual-MiniLM-L12-v2"

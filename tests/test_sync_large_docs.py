@@ -26,12 +26,12 @@ from stress.harness import (
 import rag_search
 import rag_service
 import rag_sync_write
-from helpers import ocr
-from helpers.blocks import ExtractContext, ExtractLimits, Location
-from helpers.chunking import Child, Section
-from helpers.extract_sandbox import SandboxedExtractor
-from helpers.lexical_common import hidden_document_ids
+from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
+from helpers.extract.sandbox import SandboxedExtractor
+from helpers.lexical.common import hidden_document_ids
+from helpers.ocr import engine as ocr
 from helpers.safety import FileEntry
+from helpers.text.chunking import Child, Section
 from rag_config import Config
 from rag_db import open_index
 from rag_sync import JobCancelled, extract_document, sync_files
@@ -189,8 +189,8 @@ import rag_sync_write as w
 w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = w.DISCARD_BATCH_CHUNKS = 10
 w.BATCH_PAUSE_S = 0.05
 from pathlib import Path
-from helpers.blocks import ExtractContext
-from helpers.extractors import SUPPORTED_SUFFIXES
+from helpers.extract.blocks import ExtractContext
+from helpers.extract.registry import SUPPORTED_SUFFIXES
 from helpers.safety import walk_files
 from rag_db import open_index
 from rag_sync import extract_document, file_sha256

@@ -15,9 +15,9 @@ from stress.corpora import make_long_pdf
 from stress.harness import sandbox_children, wait_until, worker_pids
 
 import rag_service
-from helpers import ocr
-from helpers.blocks import ExtractContext, ExtractLimits
-from helpers.extract_sandbox import SandboxedExtractor
+from helpers.extract.blocks import ExtractContext, ExtractLimits
+from helpers.extract.sandbox import SandboxedExtractor
+from helpers.ocr import engine as ocr
 from helpers.safety import FileEntry
 from rag_config import Config
 from rag_jobs import FINAL_STATES, JobView

@@ -37,8 +37,8 @@ from test_fuzz_fast import (
 )
 
 import rag_service
-from helpers.blocks import ExtractLimits
-from helpers.extract_sandbox import SandboxedExtractor
+from helpers.extract.blocks import ExtractLimits
+from helpers.extract.sandbox import SandboxedExtractor
 
 RANDOM = settings(
     database=None,

@@ -34,7 +34,7 @@ from rag_jobs import ACTIVE_STATES, FINAL_STATES, JobView  # noqa: E402
 
 T = TypeVar("T")
 WORKER_SCRIPT_NAME = "sync_job_worker.py"
-SANDBOX_MODULE = "helpers.extract_sandbox"
+SANDBOX_MODULE = "helpers.extract.sandbox"
 
 
 # -- the index -----------------------------------------------------------------------------------

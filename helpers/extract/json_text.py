@@ -1,0 +1,77 @@
+"""JSON: pretty-printed files read as text lines; minified files as flattened `key.path: value`.
+
+Text lines keep exact line numbers and stream at any size. A minified file is one huge line that
+reads badly, so when it is small enough to parse it becomes one `a.b[0].c: value` line per leaf.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from helpers.extract import plain_text as extract_text
+from helpers.extract.blocks import BlockKind, ExtractContext, Location, TextBlock
+from helpers.extract.common import MAX_BLOCK_CHARS, ParagraphBuffer
+from helpers.extract.textio import iter_text_chunks
+
+# Parsing builds Python objects ~10x the file size; above this we stream text lines instead.
+MAX_PARSE_BYTES = 10 * 1024 * 1024
+# Average characters per line above which a file counts as minified (pretty JSON is ~30-80).
+MINIFIED_LINE_CHARS = 200
+# Nesting deeper than this is cut (a hostile file must not exhaust the stack).
+MAX_DEPTH = 64
+
+
+def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
+    data = _parse_if_minified(path, ctx)
+    if data is None:
+        yield from extract_text.extract(path, ctx)
+        return
+    buffer = ParagraphBuffer(MAX_BLOCK_CHARS)
+    for line in _flatten(data, "", 0):
+        for span in buffer.add(line, 1):
+            yield _block(span.text)
+    span = buffer.flush()
+    if span is not None:
+        yield _block(span.text)
+
+
+def _block(text: str) -> TextBlock:
+    return TextBlock(text, Location(line_start=1, line_end=1), BlockKind.PARAGRAPH)
+
+
+def _parse_if_minified(path: Path, ctx: ExtractContext) -> Any | None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size > MAX_PARSE_BYTES or size == 0:
+        return None
+    text = "".join(iter_text_chunks(path, ctx))
+    if len(text) / (text.count("\n") + 1) < MINIFIED_LINE_CHARS:
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None  # broken JSON is still text worth indexing
+
+
+def _flatten(value: Any, prefix: str, depth: int) -> Iterator[str]:
+    if depth > MAX_DEPTH:
+        yield f"{prefix}: …"
+        return
+    if isinstance(value, dict):
+        if not value:
+            yield f"{prefix}: {{}}"
+        for key, item in value.items():
+            yield from _flatten(item, f"{prefix}.{key}" if prefix else str(key), depth + 1)
+    elif isinstance(value, list):
+        if not value:
+            yield f"{prefix}: []"
+        for index, item in enumerate(value):
+            yield from _flatten(item, f"{prefix}[{index}]", depth + 1)
+    else:
+        text = "null" if value is None else str(value)
+        yield f"{prefix}: {text}" if prefix else text

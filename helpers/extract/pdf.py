@@ -1,0 +1,218 @@
+"""PDF (pypdfium2): text per page, running headers/footers removed, scans OCRed or flagged.
+
+A page with almost no text layer but drawn content is a scan: with an OCR engine it is rendered at
+300 DPI and recognised; without one it becomes a NEEDS_OCR block so it is never silently empty.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_raw
+
+from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, Location, TextBlock
+from helpers.extract.common import ExtractionCancelled, ParagraphBuffer
+
+log = logging.getLogger(__name__)
+
+OCR_DPI = 300  # tesseract's accuracy peaks around 300 DPI on body text
+# A huge page (a poster, a 5 m drawing) rendered at 300 DPI would need gigabytes: cap the pixels.
+MAX_RENDER_PIXELS = 60_000_000
+# Running headers/footers: lines this close to the page edge that repeat on this share of pages.
+EDGE_LINES = 2
+REPEAT_SHARE = 0.6
+# Running headers are short; a long line that repeats is body text (a template, a disclaimer).
+MAX_RUNNING_LINE_CHARS = 100
+MIN_PAGES_FOR_REPEATS = 3  # on 1-2 pages a repeated line is as likely content as a header
+# Pages sampled to learn the repeated lines; their text is kept so small PDFs are read once.
+SAMPLE_PAGES = 60
+PDFIUM_PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
+
+_PAGE_NUMBER = re.compile(
+    r"^[\s\-–—|.]*(?:(?:page|p\.|seite|стр\.?|страница|หน้า)\s*)?"
+    r"(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:of|/|из|จาก)\s*\d{1,5})?[\s\-–—|.]*$",
+    re.IGNORECASE,
+)
+_DIGITS = re.compile(r"\d+")
+_SPACES = re.compile(r"[ \t]+")
+# Soft hyphen at a line end (pdfium reports it as \x02 or U+FFFE or U+00AD): join the word.
+_SOFT_HYPHEN_BREAK = re.compile(r"[\x02\ufffe\u00ad]\n")
+# A hard hyphen at a line end followed by a lower-case letter continues the same word.
+_HYPHEN_BREAK = re.compile(r"([^\W\d_])-\n(?=[^\W\d_])(?=[a-zа-яё])")
+PASSWORD_HINT = "remove the password (e.g. `qpdf --decrypt --password=... in.pdf out.pdf`)"
+CORRUPT_HINT = "the PDF is damaged; re-export or repair it (e.g. `qpdf in.pdf repaired.pdf`)"
+
+
+def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
+    pdf = _open(path)
+    try:
+        page_count = len(pdf)
+        ctx.on_progress(0, page_count)
+        texts = _sample_texts(pdf, page_count, ctx)
+        repeated = _repeated_edge_lines(texts.values(), len(texts))
+        for index in range(page_count):
+            if ctx.should_cancel():
+                raise ExtractionCancelled("extraction cancelled")
+            text = texts.pop(index, None)
+            yield from _page_blocks(pdf, index, text, repeated, ctx)
+            ctx.on_progress(index + 1, page_count)
+    finally:
+        pdf.close()
+
+
+def _open(path: Path) -> pdfium.PdfDocument:
+    try:
+        return pdfium.PdfDocument(str(path))
+    except pdfium.PdfiumError as exc:
+        if getattr(exc, "err_code", None) == PDFIUM_PASSWORD_ERROR:
+            raise ExtractionError("password-protected PDF", PASSWORD_HINT) from exc
+        raise ExtractionError(f"corrupt or unreadable PDF: {exc}", CORRUPT_HINT) from exc
+
+
+def _page_text(pdf: pdfium.PdfDocument, index: int) -> str:
+    page = pdf[index]
+    try:
+        textpage = page.get_textpage()
+        try:
+            return textpage.get_text_range()
+        finally:
+            textpage.close()
+    finally:
+        page.close()
+
+
+def _sample_texts(pdf: pdfium.PdfDocument, page_count: int, ctx: ExtractContext) -> dict[int, str]:
+    if page_count <= SAMPLE_PAGES:
+        indexes = range(page_count)
+    else:
+        step = page_count / SAMPLE_PAGES
+        indexes = sorted({int(i * step) for i in range(SAMPLE_PAGES)})
+    texts: dict[int, str] = {}
+    for index in indexes:
+        if ctx.should_cancel():
+            raise ExtractionCancelled("extraction cancelled")
+        texts[index] = _page_text(pdf, index)
+    return texts
+
+
+def _lines(text: str) -> list[str]:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return [line.strip() for line in text.split("\n")]
+
+
+def _edge_key(line: str) -> str:
+    """Lines differing only in numbers (`Page 3`, `Page 4`) count as the same running line."""
+    return _DIGITS.sub("#", _SPACES.sub(" ", line.lower()))
+
+
+def _edges(lines: list[str]) -> list[str]:
+    content = [line for line in lines if line]
+    return content[:EDGE_LINES] + content[-EDGE_LINES:]
+
+
+def _repeated_edge_lines(texts: Iterable[str], pages: int) -> frozenset[str]:
+    if pages < MIN_PAGES_FOR_REPEATS:
+        return frozenset()
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update({_edge_key(line) for line in _edges(_lines(text))})
+    needed = max(MIN_PAGES_FOR_REPEATS, math.ceil(REPEAT_SHARE * pages))
+    return frozenset(
+        key
+        for key, count in counts.items()
+        if count >= needed and len(key) <= MAX_RUNNING_LINE_CHARS
+    )
+
+
+def clean_page_text(text: str, repeated: frozenset[str]) -> str:
+    """Drop running headers/footers and bare page numbers at the edges; join hyphenated words."""
+    lines = _lines(text)
+    content_idx = [i for i, line in enumerate(lines) if line]
+    edge = set(content_idx[:EDGE_LINES] + content_idx[-EDGE_LINES:])
+    kept = [
+        line
+        for i, line in enumerate(lines)
+        if not (i in edge and (_edge_key(line) in repeated or _PAGE_NUMBER.match(line)))
+    ]
+    joined = "\n".join(kept).strip()
+    joined = _SOFT_HYPHEN_BREAK.sub("", joined)
+    joined = _HYPHEN_BREAK.sub(r"\1", joined)
+    return joined.replace("\x02", "").replace("\ufffe", "")
+
+
+def _page_blocks(
+    pdf: pdfium.PdfDocument,
+    index: int,
+    text: str | None,
+    repeated: frozenset[str],
+    ctx: ExtractContext,
+) -> Iterator[TextBlock]:
+    number = index + 1
+    if text is None:
+        text = _page_text(pdf, index)
+    layer_chars = len("".join(text.split())) - text.count("\x02") - text.count("\ufffe")
+    if layer_chars < ctx.ocr_min_chars and _has_drawn_content(pdf, index):
+        yield from _scanned_page(pdf, index, text, ctx)
+        return
+    buffer = ParagraphBuffer()
+    location = Location(page=number)
+    for span in buffer.add(clean_page_text(text, repeated)):
+        yield TextBlock(span.text, location)
+    span = buffer.flush()
+    if span is not None:
+        yield TextBlock(span.text, location)
+
+
+def _has_drawn_content(pdf: pdfium.PdfDocument, index: int) -> bool:
+    """A blank page has no page objects; a scan has an image, outlined text has paths."""
+    page = pdf[index]
+    try:
+        return pdfium_raw.FPDFPage_CountObjects(page.raw) > 0
+    finally:
+        page.close()
+
+
+def _scanned_page(
+    pdf: pdfium.PdfDocument, index: int, text: str, ctx: ExtractContext
+) -> Iterator[TextBlock]:
+    number = index + 1
+    location = Location(page=number)
+    if ctx.ocr is None:
+        if text.strip():
+            yield TextBlock(text.strip(), location)
+        yield TextBlock("", location, BlockKind.NEEDS_OCR)
+        return
+    page = pdf[index]
+    try:
+        width, height = page.get_size()
+        scale = OCR_DPI / 72
+        pixels = width * scale * height * scale
+        if pixels > MAX_RENDER_PIXELS:
+            scale *= math.sqrt(MAX_RENDER_PIXELS / pixels)
+        bitmap = page.render(scale=scale, grayscale=True)
+        try:
+            image = bitmap.to_pil()
+            image.info["dpi"] = (round(scale * 72), round(scale * 72))
+        finally:
+            bitmap.close()
+    finally:
+        page.close()
+    try:
+        result = ctx.ocr(image)
+    except ExtractionError as exc:
+        # One page that cannot be recognised must not lose the rest of the document.
+        log.warning("OCR failed on page %d: %s", number, exc)
+        if text.strip():
+            yield TextBlock(text.strip(), location)
+        yield TextBlock("", location, BlockKind.NEEDS_OCR)
+        return
+    finally:
+        image.close()
+    # An empty OCR block still tells the caller this page was recognised (and found blank).
+    yield TextBlock(result.text.strip(), location, ocr=True)

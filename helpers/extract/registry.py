@@ -1,0 +1,137 @@
+"""Which extractor reads which file suffix, behind one guard that enforces the extractor contract.
+
+Importing this module is cheap: format modules (and their libraries: pypdfium2, openpyxl, ...)
+are imported the first time a file of that format is extracted. Every extractor returned by
+`extractor_for` checks the file-size cap, stops past `max_text_chars` (ending with a
+BlockKind.TRUNCATED marker block), and raises only
+`ExtractionError` for a file it cannot read (any other exception is converted, with a hint;
+MemoryError alone passes through, for the caller's out-of-memory report).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+
+from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
+
+log = logging.getLogger(__name__)
+
+Extractor = Callable[[Path, ExtractContext], Iterator[TextBlock]]
+
+# suffix -> module under helpers/extract/ with an `extract(path, ctx)` generator.
+_MODULES: dict[str, str] = {
+    ".txt": "plain_text",
+    ".text": "plain_text",
+    ".log": "plain_text",
+    ".yaml": "plain_text",
+    ".yml": "plain_text",
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".rst": "rst",
+    ".csv": "delimited",
+    ".tsv": "delimited",
+    ".json": "json_text",
+    ".html": "html_page",
+    ".htm": "html_page",
+    ".xhtml": "html_page",
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".xlsx": "xlsx",
+    ".xlsm": "xlsx",
+    ".pptx": "pptx",
+    ".odt": "odt",
+    ".ods": "ods",
+    ".odp": "odp",
+    ".doc": "legacy",
+    ".xls": "legacy",
+    ".ppt": "legacy",
+    ".epub": "epub",
+    ".ipynb": "ipynb",
+    ".png": "image",
+    ".jpg": "image",
+    ".jpeg": "image",
+    ".tif": "image",
+    ".tiff": "image",
+    ".bmp": "image",
+    ".webp": "image",
+}
+
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_MODULES)
+
+# Import name of a third-party library -> what to install when it is missing.
+_INSTALL_HINTS = {
+    "pypdfium2": "pip install pypdfium2",
+    "docx": "pip install python-docx",
+    "pptx": "pip install python-pptx",
+    "openpyxl": "pip install openpyxl",
+    "odf": "pip install odfpy",
+    "PIL": "pip install pillow",
+}
+_CORRUPT_HINT = "the file may be corrupt or truncated; open it in its application and save it again"
+
+
+def format_of(path: Path) -> str:
+    """The format name stored for a document: its suffix without the dot, lower-case."""
+    return path.suffix.lower().lstrip(".")
+
+
+def extractor_for(path: Path) -> Extractor | None:
+    """The guarded extractor for `path`'s suffix, or None when the format is not supported."""
+    module = _MODULES.get(path.suffix.lower())
+    if module is None:
+        return None
+    return partial(_guarded_extract, module)
+
+
+def _load(module: str) -> Extractor:
+    try:
+        return importlib.import_module(f"helpers.extract.{module}").extract
+    except ImportError as exc:
+        top = (exc.name or "").split(".")[0]
+        hint = _INSTALL_HINTS.get(top, "reinstall MCP-RagDoc with its dependencies")
+        raise ExtractionError(f"extractor {module} is unavailable: {exc}", hint) from exc
+
+
+def _guarded_extract(module: str, path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
+    limits = ctx.limits
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
+    if size > limits.max_file_bytes:
+        raise ExtractionError(
+            f"file is {size / 1e6:.1f} MB, over the {limits.max_file_bytes / 1e6:.0f} MB limit",
+            "raise ExtractLimits.max_file_bytes or split the file",
+        )
+    blocks = _load(module)(path, ctx)
+    emitted = 0
+    try:
+        for block in blocks:
+            emitted += len(block.text)
+            if emitted > limits.max_text_chars:
+                log.warning(
+                    "%s: stopped after %d characters (max_text_chars)", path, limits.max_text_chars
+                )
+                # The caller must know the document is cut (its status note says so).
+                yield TextBlock("", block.location, BlockKind.TRUNCATED)
+                return
+            yield block
+    except (ExtractionError, MemoryError):
+        raise  # callers report MemoryError as a likely decompression bomb
+    except OSError as exc:
+        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
+    except RecursionError as exc:
+        raise ExtractionError("document nesting is too deep to read", _CORRUPT_HINT) from exc
+    except Exception as exc:  # noqa: BLE001 - the contract: one error type per unreadable file
+        fmt = format_of(path) or "file"
+        raise ExtractionError(
+            f"{fmt} could not be read: {type(exc).__name__}: {str(exc)[:300]}", _CORRUPT_HINT
+        ) from exc
+    finally:
+        close = getattr(blocks, "close", None)
+        if close is not None:
+            close()

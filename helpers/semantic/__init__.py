@@ -1,0 +1,3 @@
+"""Semantic model files: discovery and fingerprint, explicit fetch, and the packed float16 vector
+store.
+"""

@@ -1,0 +1,299 @@
+"""Blocks → parent sections (what a caller reads) → retrieval children (what gets ranked).
+
+Parents follow the document's own units (heading section, page, slide, sheet block) up to
+PARENT_MAX_CHARS. Children are small, overlapping windows sized for a MiniLM-class encoder, each
+carrying its heading breadcrumb so a child still says what it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+
+from helpers.extract.blocks import BlockKind, Location, TextBlock
+from helpers.text import thai
+from helpers.text.token_estimate import estimate_tokens
+
+# Bump when the output of this module changes: documents indexed with another scheme are stale
+# and the next sync re-extracts them. 3: token estimate per character run (code identifiers,
+# paths, hex and base64 no longer overflow the encoder window).
+CHUNK_SCHEME = 3
+PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
+CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
+CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole in one child
+BREADCRUMB_MAX_SHARE = 1 / 3  # longer breadcrumbs are elided from the middle
+TABLE_HEADER_MAX_SHARE = 1 / 2  # a longer header is cut in children so rows keep some room
+CODE_BLOCK_MAX_CHARS = 2000  # fenced code up to this stays one piece; longer is split by lines
+
+_WORD = re.compile(r"\S+\s*|\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Child:
+    text: str  # breadcrumb + content
+    location: Location
+    ocr: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    text: str
+    location: Location
+    children: tuple[Child, ...]
+    ocr: bool = False
+
+
+def build_sections(blocks: Iterable[TextBlock]) -> Iterator[Section]:
+    """Group consecutive blocks of one unit into parents ≤ PARENT_MAX_CHARS, then cut children."""
+    group: list[TextBlock] = []
+    for block in blocks:
+        if block.kind == BlockKind.NEEDS_OCR or not block.text.strip():
+            continue
+        if group and not group[-1].location.same_unit(block.location):
+            yield from _emit_group(group)
+            group = []
+        group.append(block)
+    if group:
+        yield from _emit_group(group)
+
+
+def _emit_group(group: list[TextBlock]) -> Iterator[Section]:
+    pieces: list[TextBlock] = []
+    size = 0
+    for block in _split_oversized(group):
+        extra = len(block.text) + 1 + (len(block.table_header or "") + 1 if not pieces else 0)
+        if pieces and size + extra > PARENT_MAX_CHARS:
+            yield _make_section(pieces)
+            pieces, size = [], 0
+            extra = len(block.text) + 1 + len(block.table_header or "") + 1
+        pieces.append(block)
+        size += extra
+    if pieces:
+        yield _make_section(pieces)
+
+
+def _split_oversized(group: list[TextBlock]) -> Iterator[TextBlock]:
+    """Blocks longer than a parent are cut at paragraphs, then sentences, then words."""
+    for block in group:
+        if len(block.text) <= PARENT_MAX_CHARS:
+            yield block
+            continue
+        for part in _cut_text(block.text, PARENT_MAX_CHARS):
+            yield replace(block, text=part)
+
+
+def _cut_text(text: str, limit: int) -> list[str]:
+    parts: list[str] = []
+    current = ""
+    for unit in _units(text):
+        if len(unit) > limit:
+            if current:
+                parts.append(current)
+                current = ""
+            parts.extend(unit[i : i + limit] for i in range(0, len(unit), limit))
+            continue
+        if len(current) + len(unit) > limit:
+            parts.append(current)
+            current = ""
+        current += unit
+    if current.strip():
+        parts.append(current)
+    return [p for p in parts if p.strip()]
+
+
+def _units(text: str) -> list[str]:
+    """Paragraph-, then sentence-, then word-sized pieces whose concatenation is the text."""
+    out: list[str] = []
+    for paragraph in re.split(r"(?<=\n\n)", text):
+        if len(paragraph) <= PARENT_MAX_CHARS:
+            out.append(paragraph)
+            continue
+        for sentence in re.split(r"(?<=[.!?。])(?=\s)", paragraph):
+            if len(sentence) <= PARENT_MAX_CHARS:
+                out.append(sentence)
+            else:
+                out.extend(_WORD.findall(sentence))
+    return out
+
+
+def _make_section(pieces: list[TextBlock]) -> Section:
+    lines: list[str] = []
+    header_shown: str | None = None
+    for block in pieces:
+        if block.kind == BlockKind.TABLE_ROW and block.table_header:
+            if header_shown != block.table_header:
+                lines.append(block.table_header)
+                header_shown = block.table_header
+        else:
+            header_shown = None
+        lines.append(block.text.strip("\n"))
+    location = _merge_locations([b.location for b in pieces])
+    ocr = any(b.ocr for b in pieces)
+    text = "\n".join(lines)
+    return Section(text, location, tuple(_make_children(pieces, location, ocr)), ocr)
+
+
+def _merge_locations(locations: list[Location]) -> Location:
+    first, last = locations[0], locations[-1]
+    cell_range = first.cell_range
+    if first.cell_range and last.cell_range:
+        start = first.cell_range.split(":")[0]
+        end = last.cell_range.split(":")[-1]
+        cell_range = start if start == end else f"{start}:{end}"
+    line_ends = [loc.line_end or loc.line_start for loc in locations if loc.line_start]
+    return replace(
+        first,
+        cell_range=cell_range,
+        line_end=max(line_ends) if line_ends else first.line_end,
+    )
+
+
+def breadcrumb(heading_path: tuple[str, ...], budget_tokens: int) -> str:
+    """'A > B > C', elided from the middle ('A > … > C') past BREADCRUMB_MAX_SHARE of budget."""
+    if not heading_path:
+        return ""
+    limit = int(budget_tokens * BREADCRUMB_MAX_SHARE)
+    parts = [p.strip() for p in heading_path if p.strip()]
+    text = " > ".join(parts)
+    while estimate_tokens(text) > limit and len(parts) > 2:
+        del parts[len(parts) // 2]
+        text = " > ".join(parts[: len(parts) // 2] + ["…"] + parts[len(parts) // 2 :])
+    if estimate_tokens(text) > limit:
+        words = text.split()
+        while words and estimate_tokens(" ".join(words) + " …") > limit:
+            words.pop()
+        text = " ".join(words) + " …" if words else ""
+    return text
+
+
+def _make_children(pieces: list[TextBlock], location: Location, ocr: bool) -> Iterator[Child]:
+    crumb = breadcrumb(location.heading_path, CHILD_MAX_TOKENS)
+    # A heading block only repeats the breadcrumb's last part: leave it out of the windows.
+    body = [b for b in pieces if not (b.kind == BlockKind.HEADING and crumb)]
+    if not body:  # a heading with nothing under it: the breadcrumb alone is the child
+        yield Child(crumb, location, ocr)
+        return
+    yield from _windows(body, crumb, location, ocr)
+
+
+def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool) -> Iterator[Child]:
+    budget = CHILD_MAX_TOKENS - estimate_tokens(crumb)
+    header_limit = int(CHILD_MAX_TOKENS * TABLE_HEADER_MAX_SHARE)
+    atoms: list[tuple[str, int, TextBlock]] = []  # (text, tokens, source block)
+    for block in pieces:
+        if block.kind == BlockKind.TABLE_ROW and block.table_header:
+            fitted = _fit_header(block.table_header, header_limit)
+            block = block if fitted == block.table_header else replace(block, table_header=fitted)
+        atomic = block.kind == BlockKind.TABLE_ROW or (
+            block.kind == BlockKind.CODE and len(block.text) <= CODE_BLOCK_MAX_CHARS
+        )
+        for word in [block.text] if atomic else _word_atoms(block.text):
+            atoms.append((word, estimate_tokens(word), block))
+    window: list[tuple[str, int, TextBlock]] = []
+    used = 0  # tokens of the window's atoms and of the table headers it shows
+    shown_header: str | None = None  # the header _child last put in the window
+    emitted_any = False
+    for atom in atoms:
+        header = atom[2].table_header if atom[2].kind == BlockKind.TABLE_ROW else None
+        header_tokens = estimate_tokens(header) if header else 0
+        cost = atom[1] + (header_tokens if header != shown_header else 0)
+        if window and used + cost > budget:
+            yield _child(window, crumb, location, ocr)
+            emitted_any = True
+            window = _overlap(window)  # never holds a table row, so no header either
+            used = sum(a[1] for a in window)
+            shown_header = None
+            cost = atom[1] + header_tokens
+            if used + cost > budget:
+                window, used = [], 0
+        if cost > budget:  # a single over-long row or word: hard cut to the budget
+            for part in _hard_cut(atom[0], max(budget - header_tokens, 8)):
+                yield _child([(part, estimate_tokens(part), atom[2])], crumb, location, ocr)
+                emitted_any = True
+            continue
+        window.append(atom)
+        used += cost
+        shown_header = header or shown_header
+    if window and (not emitted_any or any(a[1] for a in window)):
+        yield _child(window, crumb, location, ocr)
+
+
+def _fit_header(header: str, limit: int) -> str:
+    """A table header within `limit` tokens: its first line, cut after whole words, with '…'."""
+    if estimate_tokens(header) <= limit:
+        return header
+    words = header.splitlines()[0].split()
+    while words and estimate_tokens(" ".join(words) + " …") > limit:
+        words.pop()
+    return " ".join(words + ["…"])
+
+
+def _overlap(window: list[tuple[str, int, TextBlock]]) -> list[tuple[str, int, TextBlock]]:
+    kept: list[tuple[str, int, TextBlock]] = []
+    total = 0
+    for atom in reversed(window):
+        if atom[2].kind == BlockKind.TABLE_ROW or total + atom[1] > CHILD_OVERLAP_TOKENS:
+            break
+        kept.insert(0, atom)
+        total += atom[1]
+    return kept
+
+
+def _word_atoms(text: str) -> list[str]:
+    atoms: list[str] = []
+    for word in _WORD.findall(text):
+        if not word.isascii() and thai.THAI_RUN.search(word) and estimate_tokens(word) > 8:
+            atoms.extend(thai.segment_keep_spacing(word))
+        else:
+            atoms.append(word)
+    return atoms
+
+
+def _hard_cut(text: str, budget: int) -> list[str]:
+    """Cut a space-less run (base64, long Thai run, a URL) into pieces within the budget."""
+    parts: list[str] = []
+    step = budget * 2  # a first guess, shrunk below until the estimate fits
+    for start in range(0, len(text), step):
+        piece = text[start : start + step]
+        while estimate_tokens(piece) > budget and len(piece) > 1:
+            piece = piece[: len(piece) * 3 // 4]
+            # the remainder is picked up below rather than lost
+        parts.append(piece)
+        rest = text[start + len(piece) : start + step]
+        if rest:
+            parts.extend(_hard_cut(rest, budget))
+    return [p for p in parts if p.strip()]
+
+
+def _child(
+    window: list[tuple[str, int, TextBlock]], crumb: str, location: Location, ocr: bool
+) -> Child:
+    lines: list[str] = [crumb] if crumb else []
+    header_shown: str | None = None
+    current: list[str] = []
+    first_block = window[0][2]
+    last_block = window[-1][2]
+    previous: TextBlock | None = None
+    for text, _tokens, block in window:
+        if current and block is not previous:  # a new paragraph starts on its own line
+            lines.append("".join(current).strip())
+            current = []
+        previous = block
+        if block.kind == BlockKind.TABLE_ROW:
+            if current:
+                lines.append("".join(current).strip())
+                current = []
+            if block.table_header and header_shown != block.table_header:
+                lines.append(block.table_header)
+                header_shown = block.table_header
+            lines.append(text.strip())
+        else:
+            current.append(text)
+    if current:
+        lines.append("".join(current).strip())
+    child_location = _merge_locations([first_block.location, last_block.location])
+    if not child_location.same_unit(location):
+        child_location = location
+    return Child("\n".join(line for line in lines if line), child_location, ocr)
