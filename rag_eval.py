@@ -54,7 +54,7 @@ class SyncFailed(Exception):
 @dataclass(frozen=True)
 class RelevantDoc:
     path: str  # relative to the knowledge dir, '/'-separated, as hits report it
-    location: dict[str, Any] | None = None  # page/sheet/slide, for page-level scoring later
+    location: dict[str, Any] | None = None  # page/slide/sheet/heading: scored at that level
 
 
 @dataclass(frozen=True)
@@ -63,12 +63,21 @@ class GoldenQuery:
     query: str
     relevant: tuple[RelevantDoc, ...]
     lang: str
+    group: str = ""  # e.g. how the query was derived ("index", "bookmark"); reported apart
+
+    @property
+    def located(self) -> bool:
+        """A query with a location on any relevant entry is also scored at unit level."""
+        return any(r.location for r in self.relevant)
 
 
 @dataclass(frozen=True)
 class GoldenSet:
     name: str
     queries: tuple[GoldenQuery, ...]
+    # Units that list every topic and answer none (contents and index pages): how often one of
+    # them is the top hit is reported, never used for the ranking.
+    hubs: tuple[RelevantDoc, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -147,9 +156,13 @@ def _parse_query(
     relevant: list[RelevantDoc] = []
     for item in relevant_raw:
         relevant += _parse_relevant(item, where, knowledge_dir, problems)
+    group = entry.get("group", "")
+    if not isinstance(group, str):
+        problems.append(f"{where}: 'group' must be a string")
+        ok = False
     if not ok or len(relevant) != len(relevant_raw):
         return None
-    return GoldenQuery(qid, text.strip(), tuple(relevant), lang.strip())
+    return GoldenQuery(qid, text.strip(), tuple(relevant), lang.strip(), group.strip())
 
 
 def load_golden(path: Path, knowledge_dir: Path) -> GoldenSet:
@@ -184,6 +197,13 @@ def load_golden(path: Path, knowledge_dir: Path) -> GoldenSet:
         parsed = _parse_query(entry, index, knowledge_dir, problems)
         if parsed is not None:
             queries.append(parsed)
+    hubs: list[RelevantDoc] = []
+    hubs_raw = data.get("hubs", [])
+    if not isinstance(hubs_raw, list):
+        problems.append("'hubs' must be a list of {'path', 'location'} entries")
+        hubs_raw = []
+    for index, item in enumerate(hubs_raw):
+        hubs += _parse_relevant(item, f"hubs[{index}]", knowledge_dir, problems)
     if problems:
         shown = problems[:MAX_PROBLEMS_SHOWN]
         more = len(problems) - len(shown)
@@ -191,7 +211,7 @@ def load_golden(path: Path, knowledge_dir: Path) -> GoldenSet:
         raise EvalInputError(
             f"{path}: {len(problems)} problem(s):\n  " + "\n  ".join([*shown, *tail])
         )
-    return GoldenSet(name.strip(), tuple(queries))
+    return GoldenSet(name.strip(), tuple(queries), tuple(hubs))
 
 
 # -- sync and index coverage -------------------------------------------------------------------
@@ -242,10 +262,35 @@ def index_coverage(config: Config, golden: GoldenSet) -> dict[str, list[str]]:
 
 
 # -- evaluation --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class QueryRun:
+    """One evaluated query: document-level outcome, unit-level outcome (located queries only)."""
+
+    outcome: QueryOutcome
+    unit_outcome: QueryOutcome | None
+    hub_at_top: bool  # the first hit lies in one of the golden file's hub units
+    group: str
+    detail: dict[str, Any]
+    warnings: list[str]
+
+
+def _unit_label(unit: tuple[Any, ...]) -> str:
+    path, page, slide, sheet, heading_path = unit
+    parts = [path]
+    parts += [f"p. {page}"] if page is not None else []
+    parts += [f"slide {slide}"] if slide is not None else []
+    parts += [str(sheet)] if sheet is not None else []
+    parts += [" > ".join(heading_path)] if heading_path else []
+    return ", ".join(parts)
+
+
 def evaluate_query(
-    config: Config, query: GoldenQuery, options: EvalOptions
-) -> tuple[QueryOutcome, dict[str, Any], list[str]]:
-    """One search through the service: its outcome, its detail record and its warnings."""
+    config: Config,
+    query: GoldenQuery,
+    options: EvalOptions,
+    hubs: Sequence[RelevantDoc] = (),
+) -> QueryRun:
+    """One search through the service: its outcomes, its detail record and its warnings."""
     started = time.perf_counter()
     try:
         result = rag_service.search(
@@ -273,33 +318,72 @@ def evaluate_query(
         "top": documents[: options.k],
         "latency_ms": round(latency_ms, 2),
     }
+    if query.group:
+        detail["group"] = query.group
+    hit_units = [(hit.path, hit.location) for hit in result.hits]
+    unit_outcome = None
+    if query.located:
+        wanted = [(r.path, r.location) for r in query.relevant]
+        unit_rank, units = eval_metrics.first_relevant_unit_rank(hit_units, wanted)
+        labels = tuple(_unit_label(u) for u in units)
+        unit_outcome = QueryOutcome(query.query_id, query.lang, unit_rank, labels, latency_ms)
+        detail["relevant_units"] = [
+            {"path": r.path, "location": r.location} for r in query.relevant
+        ]
+        detail["unit_rank"] = unit_rank
+        detail["top_units"] = list(labels[: options.k])
+    hub_at_top = bool(hit_units) and any(
+        h.path == hit_units[0][0]
+        and h.location
+        and eval_metrics.location_matches(h.location, hit_units[0][1])
+        for h in hubs
+    )
+    if hubs:
+        detail["hub_at_top"] = hub_at_top
     if options.explain:
         best = next((h for h in result.hits if h.path in relevant), None)
         detail["channels"] = (
             None if best is None else {n: c.to_dict() for n, c in best.channels.items()}
         )
-    return outcome, detail, list(result.warnings)
+    return QueryRun(outcome, unit_outcome, hub_at_top, query.group, detail, list(result.warnings))
 
 
 def run_eval(
     config: Config, golden: GoldenSet, options: EvalOptions
-) -> tuple[list[QueryOutcome], list[dict[str, Any]], list[str]]:
-    outcomes: list[QueryOutcome] = []
-    details: list[dict[str, Any]] = []
+) -> tuple[list[QueryRun], list[str]]:
+    runs: list[QueryRun] = []
     warnings: dict[str, None] = {}  # the same warning comes back with every query: keep one
     for query in golden.queries:
-        outcome, detail, query_warnings = evaluate_query(config, query, options)
-        outcomes.append(outcome)
-        details.append(detail)
-        warnings.update(dict.fromkeys(query_warnings))
-    return outcomes, details, list(warnings)
+        run = evaluate_query(config, query, options, golden.hubs)
+        runs.append(run)
+        warnings.update(dict.fromkeys(run.warnings))
+    return runs, list(warnings)
+
+
+def _level_report(
+    runs: Sequence[QueryRun], extra_cutoffs: tuple[int, ...], with_hubs: bool
+) -> dict[str, Any]:
+    """Document-level metrics, unit-level metrics of the located queries, hub share at rank 1."""
+    report: dict[str, Any] = eval_metrics.summarize(
+        [r.outcome for r in runs], extra_cutoffs
+    ).to_dict()
+    located = [r.unit_outcome for r in runs if r.unit_outcome is not None]
+    if located:
+        report["unit_level"] = eval_metrics.summarize(located, extra_cutoffs).to_dict()
+    if with_hubs:
+        count = sum(1 for r in runs if r.hub_at_top)
+        report["hub_at_rank1"] = {
+            "queries": count,
+            "share": round(count / len(runs), 4) if runs else 0.0,
+        }
+    return report
 
 
 def build_report(
     golden: GoldenSet,
     config: Config,
     options: EvalOptions,
-    outcomes: Sequence[QueryOutcome],
+    runs: Sequence[QueryRun],
     extras: dict[str, Any],
 ) -> dict[str, Any]:
     extra_cutoffs = (options.k,)
@@ -311,11 +395,20 @@ def build_report(
         "k": options.k,
         "search_top_k": options.search_top_k,
     }
-    report.update(eval_metrics.summarize(outcomes, extra_cutoffs).to_dict())
+    with_hubs = bool(golden.hubs)
+    report.update(_level_report(runs, extra_cutoffs, with_hubs))
     report["by_lang"] = {
         lang: m.to_dict()
-        for lang, m in eval_metrics.summarize_by_lang(outcomes, extra_cutoffs).items()
+        for lang, m in eval_metrics.summarize_by_lang(
+            [r.outcome for r in runs], extra_cutoffs
+        ).items()
     }
+    groups = sorted({r.group for r in runs if r.group})
+    if groups:
+        report["by_group"] = {
+            g: _level_report([r for r in runs if r.group == g], extra_cutoffs, with_hubs)
+            for g in groups
+        }
     report.update(extras)
     return report
 
@@ -337,6 +430,16 @@ def _channels_text(channels: dict[str, Any] | None) -> str:
     return ", ".join(f"{n} #{c['rank']} ({c['score']:.3f})" for n, c in sorted(channels.items()))
 
 
+def _level_rows(label: str, m: dict[str, Any]) -> list[str]:
+    rows = [_metric_row(label, m)]
+    if "unit_level" in m:
+        rows.append(_metric_row(f"{label[:5]} unit", m["unit_level"]))
+    if "hub_at_rank1" in m:
+        hub = m["hub_at_rank1"]
+        rows.append(f"{'':<10} hub at rank 1: {hub['queries']} ({hub['share']:.1%})")
+    return rows
+
+
 def print_text(report: dict[str, Any], details: list[dict[str, Any]] | None) -> None:
     channels = (
         report["channels"] if isinstance(report["channels"], str) else ",".join(report["channels"])
@@ -345,8 +448,12 @@ def print_text(report: dict[str, Any], details: list[dict[str, Any]] | None) -> 
     if details is not None:
         for d in details:
             rank = f"#{d['rank']}" if d["rank"] is not None else "miss"
-            print(f"{rank:>5}  {d['id']}: {d['query'][:90]}")
-            print(f"       top: {', '.join(d['top'][:TEXT_DETAIL_TOP]) or '(no results)'}")
+            unit = ""
+            if "unit_rank" in d:
+                unit = f" unit #{d['unit_rank']}" if d["unit_rank"] is not None else " unit miss"
+            print(f"{rank:>5}{unit}  {d['id']}: {d['query'][:90]}")
+            top = d.get("top_units", d["top"])
+            print(f"       top: {'; '.join(top[:TEXT_DETAIL_TOP]) or '(no results)'}")
             if "channels" in d:
                 print(f"       channels of {d['relevant'][0]}: {_channels_text(d['channels'])}")
         print()
@@ -354,9 +461,13 @@ def print_text(report: dict[str, Any], details: list[dict[str, Any]] | None) -> 
         f"{'':<10} {'n':>5} {'R@1':>6} {'R@3':>6} {'R@8':>6} {'MRR@10':>7} {'zero':>5} "
         f"{'p50 ms':>7} {'p95 ms':>7}"
     )
-    print(_metric_row("all", report))
+    for row in _level_rows("all", report):
+        print(row)
     for lang, m in report["by_lang"].items():
         print(_metric_row(lang, m))
+    for group, m in report.get("by_group", {}).items():
+        for row in _level_rows(group, m):
+            print(row)
     if report.get("sync"):
         s = report["sync"]
         print(f"sync: {s['state']} in {s['seconds']} s, {s['counts']}")
@@ -445,7 +556,7 @@ def _evaluate(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, 
     started = time.perf_counter()
     try:
         coverage = index_coverage(config, golden)
-        outcomes, details, warnings = run_eval(config, golden, options)
+        runs, warnings = run_eval(config, golden, options)
     except IndexMissing as exc:
         raise EvalInputError(f"{exc.message}: pass --sync to index the knowledge dir") from exc
     eval_seconds = round(time.perf_counter() - started, 2)
@@ -458,8 +569,8 @@ def _evaluate(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, 
         "sync": sync,
         "eval_seconds": eval_seconds,
     }
-    report = build_report(golden, config, options, outcomes, extras)
-    return report, details
+    report = build_report(golden, config, options, runs, extras)
+    return report, [r.detail for r in runs]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,3 +108,50 @@ def summarize_by_lang(
         groups.setdefault(outcome.lang, []).append(outcome)
     cutoffs = tuple(extra_cutoffs)
     return {lang: summarize(groups[lang], cutoffs) for lang in sorted(groups)}
+
+
+# -- unit level (page / slide / sheet / heading) ------------------------------------------------
+# A golden `relevant` entry with a `location` names the place in the file, not only the file.
+# These keys of a location identify the unit; a hit's location dict (Location.to_dict) is
+# matched against them. `heading` matches any level of the hit's heading path.
+UNIT_KEYS = ("page", "slide", "sheet")
+
+
+def unit_key(path: str, location: dict[str, Any]) -> tuple[Any, ...]:
+    """The unit a hit lies in: its file plus page/slide/sheet and heading path."""
+    return (
+        path,
+        *(location.get(k) for k in UNIT_KEYS),
+        tuple(location.get("heading_path") or ()),
+    )
+
+
+def location_matches(wanted: dict[str, Any] | None, location: dict[str, Any]) -> bool:
+    """True when a hit's location lies in the wanted unit (no wanted location: any place)."""
+    if not wanted:
+        return True
+    for key in UNIT_KEYS:
+        if key in wanted and location.get(key) != wanted[key]:
+            return False
+    path = tuple(location.get("heading_path") or ())
+    if "heading" in wanted and wanted["heading"] not in path:
+        return False
+    want_path = tuple(wanted.get("heading_path") or ())
+    return not want_path or path[: len(want_path)] == want_path
+
+
+def first_relevant_unit_rank(
+    hits: Sequence[tuple[str, dict[str, Any]]],
+    relevant: Sequence[tuple[str, dict[str, Any] | None]],
+) -> tuple[int | None, list[tuple[Any, ...]]]:
+    """1-based rank among distinct units of the first hit in a relevant unit, and the units."""
+    units: dict[tuple[Any, ...], bool] = {}
+    for path, location in hits:
+        key = unit_key(path, location)
+        hit = any(p == path and location_matches(w, location) for p, w in relevant)
+        units[key] = units.get(key, False) or hit
+    order = list(units)
+    for rank, key in enumerate(order, start=1):
+        if units[key]:
+            return rank, order
+    return None, order

@@ -323,3 +323,65 @@ def test_semantic_mode_without_semantic_search_is_refused_before_any_sync(
     assert rag_eval.main([*args, "--mode", "semantic", "--semantic", "off", "--sync"]) == 2
     assert "--mode semantic needs semantic search, which is off" in capsys.readouterr().err
     assert not (tmp_path / "s" / "index.sqlite3").exists()
+
+
+# -- page level --------------------------------------------------------------------------------
+def test_located_relevant_entries_are_scored_per_page_beside_the_document_level(tmp_path: Path):
+    """A 4-page PDF: the right document is always found; the right page only for some queries.
+
+    Page 1 is a contents page listing every topic (a hub): its share at rank 1 is reported.
+    """
+    from tests.format_fixtures import write_text_pdf
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write_text_pdf(
+        docs / "manual.pdf",
+        [
+            ["Contents", "Walrus feeding 2", "Puffin nesting 3", "Otter grooming 4"],
+            ["Walrus feeding", "Walruses eat clams from the sea floor at dawn."],
+            ["Puffin nesting", "Puffins dig burrows in cliff turf; walrus never visit."],
+            ["Otter grooming", "Otters comb their fur with their claws after each dive."],
+        ],
+    )
+    golden = {
+        "name": "pages",
+        "hubs": [{"path": "manual.pdf", "location": {"page": 1}}],
+        "queries": [
+            {"id": "clams", "query": "clams sea floor dawn", "group": "text", "lang": "en",
+             "relevant": [{"path": "manual.pdf", "location": {"page": 2}}]},
+            # both words sit on the contents page (a hub) and on page 4
+            {"id": "otter", "query": "otter grooming", "group": "title", "lang": "en",
+             "relevant": [{"path": "manual.pdf", "location": {"page": 4}}]},
+            # on a page that is not asked for: document hit, page miss
+            {"id": "burrows", "query": "cliff turf burrows", "group": "text", "lang": "en",
+             "relevant": [{"path": "manual.pdf", "location": {"page": 2}}]},
+            {"id": "doc", "query": "claws dive", "lang": "en", "relevant": ["manual.pdf"]},
+        ],
+    }  # fmt: skip
+    path = write_golden(tmp_path, golden)
+    proc = run_cli(
+        path, "--knowledge-dir", docs, "--data-dir", tmp_path / "state", "--mode", "lexical",
+        "--semantic", "off", "--sync", "--json", "--details",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["recall@1"] == 1.0  # one document: always found
+    details = {d["id"]: d for d in report["details"]}
+    assert details["clams"]["unit_rank"] == 1
+    assert details["burrows"]["unit_rank"] is None
+    assert details["otter"]["unit_rank"] in (1, 2)  # page 4 or the hub first
+    assert "unit_rank" not in details["doc"]  # no location: document level only
+    unit = report["unit_level"]
+    assert unit["queries"] == 3
+    assert unit["recall@1"] < 1.0 and unit["mrr@10"] < report["mrr@10"]
+    assert details["clams"]["top_units"][0] == "manual.pdf, p. 2"
+    assert set(report["by_group"]) == {"text", "title"}
+    assert report["by_group"]["text"]["unit_level"]["queries"] == 2
+    hub_top = sum(1 for d in report["details"] if d["hub_at_top"])
+    assert report["hub_at_rank1"]["queries"] == hub_top
+    text = run_cli(
+        path, "--knowledge-dir", docs, "--data-dir", tmp_path / "state", "--mode", "lexical",
+        "--semantic", "off",
+    )  # fmt: skip
+    assert "all unit" in text.stdout and "hub at rank 1" in text.stdout
