@@ -108,7 +108,8 @@ def _matches(location: Location, wanted: dict[str, Any]) -> bool:
     have = location.to_dict()
     for key, value in wanted.items():
         if key == "heading":
-            if not any(str(value).lower() in h.lower() for h in location.heading_path):
+            headings = location.heading_path + location.section_path  # PDF outline too
+            if not any(str(value).lower() in h.lower() for h in headings):
                 return False
         elif key == "line":
             start, end = location.line_start, location.line_end or location.line_start

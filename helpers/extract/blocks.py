@@ -28,6 +28,8 @@ class Location:
     """Where a block sits in its file; only the fields the format has are set."""
 
     page: int | None = None  # 1-based page (PDF, image page of a TIFF)
+    page_label: str | None = None  # printed page label (PDF /PageLabels) when it is not `page`
+    section_path: tuple[str, ...] = ()  # PDF outline: the bookmarks this place lies under
     sheet: str | None = None  # spreadsheet sheet name
     cell_range: str | None = None  # "A1:D40" within `sheet`
     slide: int | None = None  # 1-based slide number
@@ -36,10 +38,13 @@ class Location:
     line_end: int | None = None
 
     def label(self) -> str:
-        """Human-readable place, e.g. 'p. 3', 'Prices!A1:D40', 'slide 4', 'lines 10-24'."""
+        """Human-readable place, e.g. 'p. 3', 'p. 23 (printed 17), 4 Factors', 'slide 4'."""
         parts: list[str] = []
         if self.page is not None:
-            parts.append(f"p. {self.page}")
+            printed = f" (printed {self.page_label})" if self.page_label else ""
+            parts.append(f"p. {self.page}{printed}")
+        if self.section_path:
+            parts.append(" > ".join(self.section_path))
         if self.sheet is not None:
             parts.append(f"{self.sheet}!{self.cell_range}" if self.cell_range else self.sheet)
         if self.slide is not None:
@@ -55,10 +60,20 @@ class Location:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("page", "sheet", "cell_range", "slide", "line_start", "line_end"):
+        for name in (
+            "page",
+            "page_label",
+            "sheet",
+            "cell_range",
+            "slide",
+            "line_start",
+            "line_end",
+        ):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.section_path:
+            out["section_path"] = list(self.section_path)
         if self.heading_path:
             out["heading_path"] = list(self.heading_path)
         return out
@@ -67,6 +82,8 @@ class Location:
     def from_dict(cls, data: dict[str, Any]) -> Location:
         return cls(
             page=data.get("page"),
+            page_label=data.get("page_label"),
+            section_path=tuple(data.get("section_path") or ()),
             sheet=data.get("sheet"),
             cell_range=data.get("cell_range"),
             slide=data.get("slide"),
@@ -79,6 +96,7 @@ class Location:
         """True when both lie in the same page/sheet/slide/heading section (one parent)."""
         return (
             self.page == other.page
+            and self.section_path == other.section_path
             and self.sheet == other.sheet
             and self.slide == other.slide
             and self.heading_path == other.heading_path

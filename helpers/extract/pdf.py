@@ -2,6 +2,8 @@
 
 A page with almost no text layer but drawn content is a scan: with an OCR engine it is rendered at
 300 DPI and recognised; without one it becomes a NEEDS_OCR block so it is never silently empty.
+Every block carries its printed page label and its outline section (`pdf_structure`); a page on
+which a section starts is cut where its heading is printed.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -18,6 +21,15 @@ import pypdfium2.raw as pdfium_raw
 
 from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, Location, TextBlock
 from helpers.extract.common import ExtractionCancelled, ParagraphBuffer
+from helpers.extract.pdf_structure import (
+    RunningLines,
+    edge_key,
+    edge_keys,
+    find_heading,
+    outline,
+    page_labels,
+    section_starts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +51,6 @@ _PAGE_NUMBER = re.compile(
     r"(?:\d{1,5}|[ivxlcdm]{1,7})(?:\s*(?:of|/|из|จาก)\s*\d{1,5})?[\s\-–—|.]*$",
     re.IGNORECASE,
 )
-_DIGITS = re.compile(r"\d+")
-_SPACES = re.compile(r"[ \t]+")
 # Soft hyphen at a line end (pdfium reports it as \x02 or U+FFFE or U+00AD): join the word.
 _SOFT_HYPHEN_BREAK = re.compile(r"[\x02\ufffe\u00ad]\n")
 # A hard hyphen at a line end followed by a lower-case letter continues the same word.
@@ -56,14 +66,43 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
         ctx.on_progress(0, page_count)
         texts = _sample_texts(pdf, page_count, ctx)
         repeated = _repeated_edge_lines(texts.values(), len(texts))
+        labels = page_labels(pdf)
+        starts = section_starts(outline(pdf))
+
+        def text_of(index: int) -> str:
+            if index not in texts:
+                texts[index] = _page_text(pdf, index)
+            return texts[index]
+
+        running = RunningLines(page_count, lambda i: edge_keys(_lines(text_of(i))))
+        current: tuple[str, ...] = ()  # the outline section the next page starts in
         for index in range(page_count):
             if ctx.should_cancel():
                 raise ExtractionCancelled("extraction cancelled")
-            text = texts.pop(index, None)
-            yield from _page_blocks(pdf, index, text, repeated, ctx)
+            page = _PageInfo(
+                index,
+                labels[index],
+                current,
+                starts.get(index, []),
+                repeated | running.at(index, MAX_RUNNING_LINE_CHARS),
+            )
+            text = text_of(index)
+            texts.pop(index, None)
+            yield from _page_blocks(pdf, page, text, ctx)
+            if page.starts:
+                current = page.starts[-1]
             ctx.on_progress(index + 1, page_count)
     finally:
         pdf.close()
+
+
+@dataclass(frozen=True)
+class _PageInfo:
+    index: int  # 0-based
+    label: str | None  # printed page label when it differs from index + 1
+    carried: tuple[str, ...]  # the section the page starts in (from earlier pages)
+    starts: list[tuple[str, ...]]  # sections whose bookmark points at this page
+    running: frozenset[str]  # masked running lines to drop at the page edges
 
 
 def _open(path: Path) -> pdfium.PdfDocument:
@@ -106,9 +145,7 @@ def _lines(text: str) -> list[str]:
     return [line.strip() for line in text.split("\n")]
 
 
-def _edge_key(line: str) -> str:
-    """Lines differing only in numbers (`Page 3`, `Page 4`) count as the same running line."""
-    return _DIGITS.sub("#", _SPACES.sub(" ", line.lower()))
+_edge_key = edge_key
 
 
 def _edges(lines: list[str]) -> list[str]:
@@ -147,26 +184,51 @@ def clean_page_text(text: str, repeated: frozenset[str]) -> str:
 
 
 def _page_blocks(
-    pdf: pdfium.PdfDocument,
-    index: int,
-    text: str | None,
-    repeated: frozenset[str],
-    ctx: ExtractContext,
+    pdf: pdfium.PdfDocument, page: _PageInfo, text: str, ctx: ExtractContext
 ) -> Iterator[TextBlock]:
-    number = index + 1
-    if text is None:
-        text = _page_text(pdf, index)
+    index = page.index
     layer_chars = len("".join(text.split())) - text.count("\x02") - text.count("\ufffe")
     if layer_chars < ctx.ocr_min_chars and _has_drawn_content(pdf, index):
-        yield from _scanned_page(pdf, index, text, ctx)
+        location = _location(page, page.starts[0] if page.starts else page.carried)
+        yield from _scanned_page(pdf, index, text, ctx, location)
         return
-    buffer = ParagraphBuffer()
-    location = Location(page=number)
-    for span in buffer.add(clean_page_text(text, repeated)):
-        yield TextBlock(span.text, location)
-    span = buffer.flush()
-    if span is not None:
-        yield TextBlock(span.text, location)
+    lines = clean_page_text(text, page.running).split("\n")
+    for path, part, title in _split_sections(lines, page):
+        location = _location(page, path)
+        if title:  # the bookmark's title is not printed on its page: index it once, here
+            yield TextBlock(title, location)
+        buffer = ParagraphBuffer()
+        for span in buffer.add("\n".join(part).strip()):
+            yield TextBlock(span.text, location)
+        span = buffer.flush()
+        if span is not None and span.text.strip():
+            yield TextBlock(span.text, location)
+
+
+def _location(page: _PageInfo, path: tuple[str, ...]) -> Location:
+    return Location(page=page.index + 1, page_label=page.label, section_path=path)
+
+
+def _split_sections(
+    lines: list[str], page: _PageInfo
+) -> Iterator[tuple[tuple[str, ...], list[str], str]]:
+    """(section path, its lines, titles to add) per section on the page, cut at its headings.
+
+    Text above the first heading belongs to the section carried over from earlier pages. A
+    bookmark whose heading is not printed on the page starts where the previous one did, and its
+    title is added as a heading block: indexed once, on the page where the section starts.
+    """
+    path, cut, titles = page.carried, 0, []
+    for start in page.starts:
+        found = find_heading(lines, start[-1], cut)
+        if found is None:
+            path = start
+            titles.append(start[-1])
+            continue
+        if titles or any(line for line in lines[cut:found]):
+            yield path, lines[cut:found], "\n".join(titles)
+        path, cut, titles = start, found, []
+    yield path, lines[cut:], "\n".join(titles)
 
 
 def _has_drawn_content(pdf: pdfium.PdfDocument, index: int) -> bool:
@@ -179,10 +241,9 @@ def _has_drawn_content(pdf: pdfium.PdfDocument, index: int) -> bool:
 
 
 def _scanned_page(
-    pdf: pdfium.PdfDocument, index: int, text: str, ctx: ExtractContext
+    pdf: pdfium.PdfDocument, index: int, text: str, ctx: ExtractContext, location: Location
 ) -> Iterator[TextBlock]:
     number = index + 1
-    location = Location(page=number)
     if ctx.ocr is None:
         if text.strip():
             yield TextBlock(text.strip(), location)
