@@ -49,7 +49,8 @@ class Location:
             parts.append(f"{self.sheet}!{self.cell_range}" if self.cell_range else self.sheet)
         if self.slide is not None:
             parts.append(f"slide {self.slide}")
-        if self.heading_path:
+        # a PDF section's start page also carries its title as the heading: name it once
+        if self.heading_path and self.section_path[-len(self.heading_path) :] != self.heading_path:
             parts.append(" > ".join(self.heading_path))
         if self.line_start is not None:
             end = self.line_end if self.line_end is not None else self.line_start

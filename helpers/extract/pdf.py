@@ -13,7 +13,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -193,10 +193,14 @@ def _page_blocks(
         yield from _scanned_page(pdf, index, text, ctx, location)
         return
     lines = clean_page_text(text, page.running).split("\n")
-    for path, part, title in _split_sections(lines, page):
+    for path, part, titles, starts_here in _split_sections(lines, page):
         location = _location(page, path)
-        if title:  # the bookmark's title is not printed on its page: index it once, here
-            yield TextBlock(title, location)
+        if starts_here:
+            # The section starts on this page: its title heads every child of this part (and
+            # only here), so the start page is what a search for the title finds.
+            location = replace(location, heading_path=path[-1:])
+        for title in titles[:-1] if starts_here else titles:
+            yield TextBlock(title, location)  # an unprinted bookmark title, indexed once, here
         buffer = ParagraphBuffer()
         for span in buffer.add("\n".join(part).strip()):
             yield TextBlock(span.text, location)
@@ -211,24 +215,24 @@ def _location(page: _PageInfo, path: tuple[str, ...]) -> Location:
 
 def _split_sections(
     lines: list[str], page: _PageInfo
-) -> Iterator[tuple[tuple[str, ...], list[str], str]]:
-    """(section path, its lines, titles to add) per section on the page, cut at its headings.
+) -> Iterator[tuple[tuple[str, ...], list[str], list[str], bool]]:
+    """(section path, its lines, unprinted titles, starts here) per section on the page.
 
-    Text above the first heading belongs to the section carried over from earlier pages. A
-    bookmark whose heading is not printed on the page starts where the previous one did, and its
-    title is added as a heading block: indexed once, on the page where the section starts.
+    The page is cut where a bookmark's heading is printed; text above the first heading belongs
+    to the section carried over from earlier pages. A bookmark whose heading is not printed
+    starts where the previous one did, and its title is returned to be indexed there.
     """
-    path, cut, titles = page.carried, 0, []
+    path, cut, titles, starts_here = page.carried, 0, [], False
     for start in page.starts:
         found = find_heading(lines, start[-1], cut)
         if found is None:
-            path = start
+            path, starts_here = start, True
             titles.append(start[-1])
             continue
         if titles or any(line for line in lines[cut:found]):
-            yield path, lines[cut:found], "\n".join(titles)
-        path, cut, titles = start, found, []
-    yield path, lines[cut:], "\n".join(titles)
+            yield path, lines[cut:found], titles, starts_here
+        path, cut, titles, starts_here = start, found, [], True
+    yield path, lines[cut:], titles, starts_here
 
 
 def _has_drawn_content(pdf: pdfium.PdfDocument, index: int) -> bool:

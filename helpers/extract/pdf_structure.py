@@ -27,7 +27,9 @@ MAX_LABEL_CHARS = 32
 # RUN_MIN_OTHER other pages within RUN_WINDOW pages either side: a chapter header (every page of
 # a 3+ page chapter) or an odd/even one (every other page) is caught, a line that happens to
 # open two pages is not. One other page is enough when the line's last number grows with the
-# page (`Chapter 1: Alpha 1` on page 3, `... 3` on page 5): that number is a page number.
+# page across a gap (`Chapter 1: Alpha 1` on page 3, `... 3` on page 5: an odd/even header of a
+# short chapter); on adjacent pages that is as likely a numbered step (`Step 1`, `Step 2`).
+MIN_PAGES = 3  # on 1-2 pages a repeated line is as likely content as a header
 RUN_WINDOW = 6
 RUN_MIN_OTHER = 2
 EDGE_LINES = 2
@@ -149,6 +151,8 @@ class RunningLines:
         return self._keys[index]
 
     def at(self, index: int, max_chars: int) -> frozenset[str]:
+        if self._count < MIN_PAGES:
+            return frozenset()
         low, high = max(0, index - RUN_WINDOW), min(self._count - 1, index + RUN_WINDOW)
         for old in [k for k in self._keys if k < low]:
             del self._keys[old]
@@ -168,6 +172,7 @@ class RunningLines:
                     number is not None
                     and mine_number is not None
                     and number - mine_number == other - index
+                    and abs(other - index) >= 2
                 ):
                     paged.add((edge, key))
         return frozenset(
