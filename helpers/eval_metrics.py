@@ -118,12 +118,15 @@ UNIT_KEYS = ("page", "slide", "sheet")
 
 
 def unit_key(path: str, location: dict[str, Any]) -> tuple[Any, ...]:
-    """The unit a hit lies in: its file plus page/slide/sheet and heading path."""
-    return (
-        path,
-        *(location.get(k) for k in UNIT_KEYS),
-        tuple(location.get("heading_path") or ()),
-    )
+    """The unit a hit lies in: its file plus page/slide/sheet, else its heading path.
+
+    Two sections of one page (a PDF page cut at a heading) are one unit: page-level ranks count
+    pages, not the pieces a page was cut into.
+    """
+    place = tuple(location.get(k) for k in UNIT_KEYS)
+    if any(v is not None for v in place):
+        return (path, *place, ())
+    return (path, *place, tuple(location.get("heading_path") or ()))
 
 
 def location_matches(wanted: dict[str, Any] | None, location: dict[str, Any]) -> bool:
