@@ -4,7 +4,10 @@
 
 A floor entry is keyed by its label: the set name (lexical, the file's default mode) or
 `set/mode` with "set" and "mode" fields; hybrid/semantic entries index with the shared real model
-(`--model-dir`), so the gate also covers the vector build and the fusion.
+(`--model-dir`), so the gate also covers the vector build and the fusion. An entry with "build"
+names a script that builds the set from installed packages into a temporary folder first
+(`bench/build_pdf_eval.py`: real PDF manuals from Debian); "min_unit_mrr@10" and
+"min_unit_recall@1" are floors on its page-level metrics.
 
 Each set is indexed from scratch (fresh temporary data dir, `rag_eval.py --sync`), so the gate
 covers extraction, chunking, indexing and search together. Prints a table; exits 1 when a set
@@ -42,6 +45,10 @@ class Floor:
     mode: str
     min_mrr: float
     min_recall8: float
+    build: str = ""  # script (relative to the repo) that builds golden.json + docs/ into a dir
+    docs: str = "docs"  # the knowledge dir inside the built folder
+    min_unit_mrr: float | None = None
+    min_unit_recall1: float | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ def load_floors(path: Path) -> dict[str, Floor]:
             v.get("mode", default_mode),
             float(v["min_mrr@10"]),
             float(v["min_recall@8"]),
+            v.get("build", ""),
+            v.get("docs", "docs"),
+            v.get("min_unit_mrr@10"),
+            v.get("min_unit_recall@1"),
         )
         for label, v in data["sets"].items()
     }
@@ -74,11 +85,23 @@ def run_set(label: str, floor: Floor, shared: Path, model_dir: Path) -> SetRun:
         if not model_dir.is_dir():
             return SetRun(label, None, 0.0, f"mode {mode} needs the model: {model_dir} is missing")
         semantic = ["--semantic", "on", "--semantic-model-dir", str(model_dir)]
-    set_dir = shared / name
-    golden, docs = set_dir / "golden.json", set_dir / "docs"
-    if not golden.is_file() or not docs.is_dir():
-        return SetRun(label, None, 0.0, f"{set_dir} has no golden.json + docs/: pass --shared")
-    with tempfile.TemporaryDirectory(prefix=f"ragdoc-eval-{name}-") as data_dir:
+    with tempfile.TemporaryDirectory(prefix=f"ragdoc-eval-{name}-") as work:
+        set_dir = shared / name
+        if floor.build:
+            set_dir = Path(work) / "set"
+            built = subprocess.run(
+                [sys.executable, str(REPO_DIR / floor.build), str(set_dir)],
+                capture_output=True,
+                text=True,
+                timeout=RUN_TIMEOUT_S,
+                cwd=REPO_DIR,
+            )
+            if built.returncode != 0:
+                return SetRun(label, None, 0.0, f"{floor.build} failed: {built.stderr.strip()}")
+        golden, docs = set_dir / "golden.json", set_dir / floor.docs
+        if not golden.is_file() or not docs.is_dir():
+            return SetRun(label, None, 0.0, f"{set_dir} has no golden.json + docs/: pass --shared")
+        data_dir = str(Path(work) / "data")
         command = [
             sys.executable,
             str(EVAL_SCRIPT),
@@ -113,15 +136,31 @@ def below_floor(report: dict[str, Any], floor: Floor) -> list[str]:
         failures.append(f"MRR@10 {report['mrr@10']:.4f} < {floor.min_mrr}")
     if report["recall@8"] < floor.min_recall8:
         failures.append(f"Recall@8 {report['recall@8']:.4f} < {floor.min_recall8}")
+    unit = report.get("unit_level") or {}
+    for wanted, metric, name in (
+        (floor.min_unit_mrr, "mrr@10", "page MRR@10"),
+        (floor.min_unit_recall1, "recall@1", "page Recall@1"),
+    ):
+        if wanted is not None and unit.get(metric, 0.0) < wanted:
+            failures.append(f"{name} {unit.get(metric, 0.0):.4f} < {wanted}")
     return failures
+
+
+def _floor_of(value: float) -> float:
+    return max(0.0, math.floor((value - FLOOR_MARGIN) * 100) / 100)
 
 
 def suggested_floor(report: dict[str, Any]) -> dict[str, float]:
     """Measured minus the margin, rounded down to two decimals (never above measured - margin)."""
-    return {
-        key: max(0.0, math.floor((report[metric] - FLOOR_MARGIN) * 100) / 100)
+    out = {
+        key: _floor_of(report[metric])
         for key, metric in (("min_mrr@10", "mrr@10"), ("min_recall@8", "recall@8"))
     }
+    unit = report.get("unit_level")
+    if unit:
+        out["min_unit_mrr@10"] = _floor_of(unit["mrr@10"])
+        out["min_unit_recall@1"] = _floor_of(unit["recall@1"])
+    return out
 
 
 def print_table(runs: list[SetRun], floors: dict[str, Floor]) -> None:
@@ -146,6 +185,13 @@ def print_table(runs: list[SetRun], floors: dict[str, Floor]) -> None:
             f"{r['eval_seconds']:>7.1f} {run.seconds:>8.1f}  "
             + ("BELOW: " + "; ".join(failures) if failures else "ok")
         )
+        if r.get("unit_level"):
+            u = r["unit_level"]
+            print(
+                f"{'  page level':<26} {u['queries']:>4} {u['mrr@10']:>7.3f} "
+                f"{floor.min_unit_mrr or 0:>6.2f} R@1 {u['recall@1']:.3f} "
+                f"(floor {floor.min_unit_recall1 or 0:.2f})"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
