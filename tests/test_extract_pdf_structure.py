@@ -39,9 +39,11 @@ def write_structured_pdf(
     pages: list[list[str]],
     bookmarks: list[tuple[str, int, list[tuple[str, int]]]] = (),
     labels: bytes = b"",
+    cycle: bool = False,
 ) -> Path:
     """Pages of text lines; `bookmarks` = [(title, page, [(child title, page)])] (0-based pages);
-    `labels` = the /Nums array body of /PageLabels (empty: none)."""
+    `labels` = the /Nums array body of /PageLabels (empty: none); `cycle` points the last
+    top-level bookmark's /Next back at the first (a damaged or hostile outline)."""
     objects: dict[int, bytes] = {
         3: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
     }
@@ -79,6 +81,8 @@ def write_structured_pdf(
                     body += b" /Prev %d 0 R" % ids[i - 1]
                 if i + 1 < len(ids):
                     body += b" /Next %d 0 R" % ids[i + 1]
+                elif cycle and parent == root and len(ids) > 1:
+                    body += b" /Next %d 0 R" % ids[0]
                 children = entry[2] if len(entry) > 2 else []
                 if children:
                     kids = items(children, oid)
@@ -252,3 +256,28 @@ def test_search_hits_cite_the_outline_section_and_printed_page(tmp_path: Path):
     hit = json.loads(out.stdout)["hits"][0]
     assert hit["location_label"] == "p. 7 (printed 5), 2 Beta Gadgets"
     assert hit["location"]["section_path"] == ["2 Beta Gadgets"]
+
+
+def test_a_cyclic_outline_is_read_once_and_the_text_is_all_there(tmp_path: Path):
+    path = write_structured_pdf(tmp_path / "c.pdf", manual_pages(), BOOKMARKS, LABELS, cycle=True)
+    blocks = extract(path)
+    assert by_marker(blocks, "q1x").location.section_path == ("1 Alpha Widgets",)
+    assert by_marker(blocks, "q5x").location.section_path == ("2 Beta Gadgets",)
+    assert all(f"q{n}x" in "\n".join(b.text for b in blocks) for n in range(1, 10))
+
+
+def test_rag_read_finds_a_pdf_section_by_its_outline_heading(tmp_path: Path):
+    import rag_service
+    from tests.conftest import make_config
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write_structured_pdf(docs / "m.pdf", manual_pages(), BOOKMARKS, LABELS)
+    config = make_config(docs, tmp_path / "state")
+    view = rag_service.start_sync(config)
+    assert rag_service.wait_for_job(config, view.job_id, lambda v: None).state == "succeeded"
+    read = rag_service.read_document(
+        config, "m.pdf", location={"heading": "Beta Gadgets"}, before=0, after=0
+    )
+    first = read["sections"][0]
+    assert first["location"]["page"] == 7 and "q5x" in first["text"]
