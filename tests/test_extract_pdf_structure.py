@@ -281,3 +281,9 @@ def test_rag_read_finds_a_pdf_section_by_its_outline_heading(tmp_path: Path):
     )
     first = read["sections"][0]
     assert first["location"]["page"] == 7 and "q5x" in first["text"]
+    # a later page of the section has no heading of its own: its outline section matches
+    later = rag_service.read_document(
+        config, "m.pdf", location={"heading": "Beta Gadgets", "page": 8}, before=0, after=0
+    )
+    assert [s["location"]["page"] for s in later["sections"]] == [8]
+    assert "q6x" in later["sections"][0]["text"]
