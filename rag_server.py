@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="rag_server.py", description=__doc__.split("\n")[0])
     add_config_arguments(parser)
     args, rest = parser.parse_known_args(argv)
-    config = config_from_args(args)
+    config = config_from_args(args, demo=rest[:1] == ["demo"])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if rest:
         import rag_cli

@@ -30,7 +30,7 @@ import rag_jobs
 import rag_service
 from helpers.extract.registry import SUPPORTED_SUFFIXES
 from helpers.safety import PathRejected, resolve_inside
-from rag_config import REPO_DIR, Config
+from rag_config import Config, bundled_dir
 from rag_errors import (
     ConfigError,
     DiskFull,
@@ -42,7 +42,7 @@ from rag_errors import (
     ReadOnlyDataDir,
 )
 
-UI_DIR = REPO_DIR / "ui"
+UI_DIR = bundled_dir("ui", "ragdoc_ui", "rag.html")
 PAGE_FILE = UI_DIR / "rag.html"
 CSRF_PLACEHOLDER = "__CSRF_TOKEN__"
 DEFAULT_PORT = 8769
