@@ -58,6 +58,7 @@ __all__ = [
     "search",
     "validate_search_args",
     "start_sync",
+    "sync_kb_blocking",
     "sync_status",
     "cancel_sync",
     "list_jobs",
@@ -317,19 +318,69 @@ def _spawn_worker(config: Config, job_id: str) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _sync_scope(config: Config, path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        scope = normalize_user_path(path)
+        target = resolve_inside(config.knowledge_dir, scope)
+    except PathRejected as exc:
+        raise InvalidArgument(str(exc), exc.hint) from exc
+    if not target.is_dir():
+        raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
+    return scope
+
+
 def start_sync(config: Config, path: str | None = None) -> JobView:
     """Start the detached worker (or return the job already running); returns at once."""
-    scope = ""
-    if path:
-        try:
-            scope = normalize_user_path(path)
-            target = resolve_inside(config.knowledge_dir, scope)
-        except PathRejected as exc:
-            raise InvalidArgument(str(exc), exc.hint) from exc
-        if not target.is_dir():
-            raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
+    scope = _sync_scope(config, path)
     with storage_guard(config, "sync_kb did not start"):
         return _start_sync(config, scope)
+
+
+def sync_kb_blocking(
+    config: Config,
+    path: str | None = None,
+    on_progress: Callable[[JobView], None] | None = None,
+) -> JobView:
+    """Sync in the calling process and return the final job: for a host that embeds the service
+    (not an MCP tool: it blocks). It runs the worker's own code path (sync_job_worker.run_job:
+    the same lock, job row, progress and cancel), so a job started here is seen and cancelled
+    like any other. A sync already running is waited for instead of starting a second one."""
+    scope = _sync_scope(config, path)
+    with storage_guard(config, "sync did not start"):
+        conn = write_conn(config, "sync_kb")
+        try:
+            job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
+        finally:
+            conn.close()
+    if already:
+        return wait_for_job(config, job_id, on_progress)
+    import sync_job_worker
+
+    done = threading.Event()
+    if on_progress is not None:
+        threading.Thread(
+            target=_report_until, args=(config, job_id, on_progress, done), daemon=True
+        ).start()
+    try:
+        sync_job_worker.run_job(config, job_id, handle_sigterm=False)
+    finally:
+        done.set()
+    view = sync_status(config, job_id)
+    if on_progress is not None:
+        on_progress(view)
+    return view
+
+
+def _report_until(
+    config: Config, job_id: str, on_progress: Callable[[JobView], None], done: threading.Event
+) -> None:
+    while not done.wait(JOB_POLL_S):
+        try:
+            on_progress(sync_status(config, job_id))
+        except RagError:
+            continue  # a busy read is retried at the next tick
 
 
 def _start_sync(config: Config, scope: str) -> JobView:
