@@ -47,6 +47,7 @@ MODES = ("hybrid", "lexical", "semantic")
 SQLITE_MAX_INT = 2**63 - 1  # a date in year 2999 in nanoseconds overflows SQLite's INTEGER
 WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
+WAIT_SECONDS_MAX = 30.0  # a sync_status wait stays under clients' usual 60 s request timeout
 
 # The faces (rag_server, rag_cli, web_ui, main, rag_eval) import this module only: the health
 # and storage names they use are re-exported from rag_health and rag_storage.
@@ -438,7 +439,23 @@ def _job_or_latest(
     return with_failure_hint(config, rag_jobs.job_view(conn, row))
 
 
-def sync_status(config: Config, job_id: str | None = None) -> JobView:
+def sync_status(config: Config, job_id: str | None = None, wait_seconds: float = 0) -> JobView:
+    """The job now; with `wait_seconds` (0-30), as soon as its state or percent changes (or the
+    wait ends), so an agent waits in one call instead of polling in a loop."""
+    if not 0 <= wait_seconds <= WAIT_SECONDS_MAX:
+        raise InvalidArgument(f"wait_seconds must be between 0 and {WAIT_SECONDS_MAX:g}")
+    view = _sync_status_now(config, job_id)
+    deadline = time.monotonic() + wait_seconds
+    while view.state not in rag_jobs.FINAL_STATES and time.monotonic() < deadline:
+        time.sleep(min(JOB_POLL_S, max(0.0, deadline - time.monotonic())))
+        now = _sync_status_now(config, view.job_id)
+        if (now.state, now.percent) != (view.state, view.percent):
+            return now
+        view = now
+    return view
+
+
+def _sync_status_now(config: Config, job_id: str | None) -> JobView:
     with storage_guard(config, "sync_status"):
         conn = read_conn(config)
         try:
