@@ -2,6 +2,7 @@
 
     python rag_server.py --knowledge-dir DOCS --data-dir STATE          # MCP server (stdio)
     python rag_server.py --knowledge-dir DOCS sync | search "q" | status | health | jobs ...
+    python rag_server.py --knowledge-dir DOCS --transport http [--port N]   # Streamable HTTP
 
 Every tool is a thin call into rag_service; stdout carries only the MCP protocol.
 """
@@ -15,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+import rag_http
 import rag_mcp_models as out
 import rag_service
 from rag_config import Config, add_config_arguments, config_from_args
@@ -211,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="rag_server.py", description=__doc__.split("\n")[0])
     add_config_arguments(parser)
+    rag_http.add_transport_arguments(parser)
     args, rest = parser.parse_known_args(argv)
     config = config_from_args(args, demo=rest[:1] == ["demo"])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -218,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         import rag_cli
 
         return rag_cli.run(config, rest)
+    if rag_http.transport_of(args) == "http":
+        return rag_http.serve(config, build_server(config), args)
     build_server(config).run(show_banner=False)
     return 0
 
