@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -143,15 +144,21 @@ def test_ragdoc_demo_and_search_work_on_the_bundled_sample_folder(installed: Ins
 
 
 @pytest.mark.anyio
-async def test_mcp_ragdoc_serves_a_real_stdio_client(installed: Installed, tmp_path: Path):
+async def test_the_readme_client_config_runs_the_installed_mcp_ragdoc(
+    installed: Installed, tmp_path: Path
+):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "runbook.md").write_text(
         "# Runbook\n\n## Failover\nPromote the standby database first.\n", encoding="utf-8"
     )
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```json\n(\{.*?\})\n```", readme, re.S)
+    assert block, "README must show the JSON client configuration"
+    server = json.loads(block.group(1))["mcpServers"]["ragdoc"]  # exactly what users paste
     params = StdioServerParameters(
-        command=installed.bin("mcp-ragdoc"),
-        args=["--knowledge-dir", str(docs)],
+        command=installed.bin(server["command"]),
+        args=[str(docs) if a == "/abs/docs" else a for a in server["args"]],
         env=installed.env,
         cwd=str(installed.workdir),
     )
