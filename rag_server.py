@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from typing import Annotated, Any, Literal
 
@@ -67,7 +68,6 @@ def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def build_server(config: Config):  # type: ignore[no-untyped-def]
-    import anyio
     from fastmcp import FastMCP
     from mcp.types import ToolAnnotations
 
@@ -179,7 +179,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         return out.JobOut.model_validate(_call(rag_service.start_sync, config, path).to_dict())
 
     @mcp.tool(annotations=read_only)
-    async def sync_status(
+    def sync_status(
         job_id: Annotated[str | None, Field(description="job id; omit for the latest")] = None,
         wait_seconds: Annotated[
             float,
@@ -188,9 +188,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
     ) -> out.JobOut:
         """Progress of a sync job: state, phase, percent, ETA, counts and per-file errors.
         Pass wait_seconds (e.g. 20) to get the next change in one call instead of polling."""
-        view = await anyio.to_thread.run_sync(
-            lambda: _call(rag_service.sync_status, config, job_id, wait_seconds)
-        )
+        view = _call(rag_service.sync_status, config, job_id, wait_seconds)  # runs in a thread
         return out.JobOut.model_validate(view.to_dict())
 
     @mcp.tool(annotations=non_destructive)
@@ -211,7 +209,8 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(prog="rag_server.py", description=__doc__.split("\n")[0])
+    prog = os.path.basename(sys.argv[0]) or "rag_server.py"  # mcp-ragdoc / ragdoc when installed
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     add_config_arguments(parser)
     rag_http.add_transport_arguments(parser)
     args, rest = parser.parse_known_args(argv)
