@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine: OCR engine and languages,
 # LibreOffice (legacy .doc/.xls/.ppt and PDF fixtures), Thai fonts (rendered test scans), Chromium
-# and its driver (console browser tests), then the pinned Python packages.
+# and its driver (console browser tests), procps (`ps`: the sandbox's fallbacks where /proc is
+# missing, simulated in tests), then the pinned Python packages.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 APT_PACKAGES=(
@@ -9,6 +10,7 @@ APT_PACKAGES=(
   libreoffice-writer libreoffice-calc libreoffice-impress
   fonts-thai-tlwg fonts-dejavu-core
   chromium chromium-driver
+  procps
 )
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
