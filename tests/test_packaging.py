@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from conftest import REPO
 from mcp import ClientSession, StdioServerParameters
@@ -123,9 +124,38 @@ def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: 
         assert Path(path).resolve().is_relative_to(installed.venv.resolve()), path
     assert (Path(where[1]) / "contracts" / "service-agreement.md").is_file()
     assert (Path(where[2]) / "rag.html").is_file()
-    for script in ("ragdoc-console", "ragdoc-eval"):
+    for script in ("ragdoc-console", "ragdoc-eval", "mcp-ragdoc"):
         shown = installed.run(script, "--help")
         assert shown.returncode == 0 and "--knowledge-dir" in shown.stdout, shown.stderr
+    assert "--transport" in installed.run("mcp-ragdoc", "--help").stdout
+
+
+def test_the_installed_console_serves_its_page_from_the_data_package(installed: Installed):
+    sample = installed.python("import rag_config; print(rag_config.SAMPLE_DIR)")
+    console = subprocess.Popen(
+        [installed.bin("ragdoc-console"), "--knowledge-dir", sample, "--port", "0"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=installed.env,
+        cwd=installed.workdir,
+    )
+    try:
+        assert console.stderr is not None
+        line = ""
+        while not line.startswith("RagDoc console: "):
+            line = console.stderr.readline()
+            assert line, "the console exited before serving"
+        url = line.split(": ", 1)[1].strip()
+        with httpx.Client(trust_env=False, timeout=20) as http:
+            page = http.get(url)
+            script = http.get(url + "ui/rag.js")
+        assert page.status_code == 200 and "<html" in page.text.lower()
+        assert script.status_code == 200 and len(script.text) > 100
+    finally:
+        console.terminate()
+        console.wait(timeout=20)
 
 
 def test_ragdoc_demo_and_search_work_on_the_bundled_sample_folder(installed: Installed):
