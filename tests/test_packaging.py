@@ -25,7 +25,21 @@ from mcp.client.stdio import stdio_client
 
 pytestmark = pytest.mark.slow
 # What a source checkout holds that an installed copy never needs.
-NOT_PACKAGED = (".git", "tests", "bench", "state", "__pycache__", "*.egg-info", "build", ".ci")
+NOT_PACKAGED = (
+    ".git",
+    "tests",
+    "bench",
+    "state",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    "dist",
+    ".ci",
+    ".venv",
+    "test-artifacts",
+    ".pytest_cache",
+    ".ruff_cache",
+)
 
 
 @pytest.fixture
