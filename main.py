@@ -18,12 +18,11 @@ from types import FrameType
 
 import rag_service
 import web_ui
+from helpers import web_guard
 from rag_config import add_config_arguments, config_from_args
 
 PORT_ENV = "RAGDOC_UI_PORT"
-# A wildcard address cannot be checked against the Host header (any name would have to pass),
-# so remote use needs the concrete address or name that browsers will type.
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::", "[::]", "*"})
+WILDCARD_HOSTS = web_guard.WILDCARD_HOSTS
 REMOTE_WARNING = """\
 WARNING: --allow-remote {host}: the console is reachable from the network at {url}
 WARNING: there is no login and no TLS: anyone who can reach that address can read every

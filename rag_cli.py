@@ -214,3 +214,18 @@ def _model_fetch(args: argparse.Namespace) -> int:
     sys.stderr.write("\n")
     print(f"model ready in {result.model_dir} ({result.downloaded_bytes / 1e6:.1f} MB downloaded)")
     return 0
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
+    it prints the commands rather than starting an MCP server on a terminal)."""
+    from rag_config import add_config_arguments
+    from rag_server import main as server_main
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    options = argparse.ArgumentParser(add_help=False)
+    add_config_arguments(options)
+    if not options.parse_known_args(args)[1]:
+        _parser().print_help(sys.stderr)
+        return 2
+    return server_main(args)

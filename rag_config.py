@@ -3,14 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import json
 import os
+import re
+import sqlite3
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 REPO_DIR = Path(__file__).resolve().parent
-DEFAULT_KNOWLEDGE_DIR = REPO_DIR / "rag_document"
-DEFAULT_DATA_DIR = REPO_DIR / "state"
+
+
+def bundled_dir(name: str, package: str, marker: str) -> Path:
+    """`ui/` or the sample folder: beside the modules in a clone; in an installed wheel, the data
+    package it was built into (`package`, see pyproject.toml), so site-packages gets no bare
+    `ui/`. `marker` (a file inside) tells our folder from a stranger's of the same name."""
+    beside = REPO_DIR / name
+    if (beside / marker).exists():
+        return beside
+    spec = importlib.util.find_spec(package)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(location) / marker).exists():
+            return Path(location)
+    return beside
+
+
+SAMPLE_DIR = bundled_dir("rag_document", "ragdoc_sample", "contracts")
+DEFAULT_KNOWLEDGE_DIR = SAMPLE_DIR  # only for `demo`: a server needs --knowledge-dir
+LEGACY_DATA_DIR = REPO_DIR / "state"  # the default before ~/.mcp-ragdoc (clones)
+DATA_HOME_NAME = ".mcp-ragdoc"  # under the home dir: one sub-folder per knowledge dir
+SLUG_MAX_CHARS = 40
+PATH_HASH_CHARS = 10  # of sha256: 40 bits, no collision between one user's folders
+LEGACY_MATCH_SAMPLE = 50  # indexed paths checked when deciding if state/ is this folder's index
 DB_FILENAME = "index.sqlite3"
 # Large enough for real manuals and decks; an accidental disk image or video is refused fast.
 DEFAULT_MAX_FILE_MB = 200
@@ -35,6 +60,7 @@ class Config:
     instructions_append: str = ""
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # wait for another writer before IndexBusy
     read_only: bool = False  # serve an index without ever writing to the data dir
+    knowledge_dir_given: bool = True  # False: no --knowledge-dir, a config problem (not demo)
 
     @property
     def busy_timeout_ms(self) -> int:
@@ -90,17 +116,54 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def config_from_args(args: argparse.Namespace) -> Config:
-    """Arguments win over RAGDOC_* variables, which win over the defaults."""
+def data_home() -> Path:
+    """`~/.mcp-ragdoc` (the private state root of the design)."""
+    return Path.home() / DATA_HOME_NAME
+
+
+def default_data_dir(knowledge: Path) -> Path:
+    """`~/.mcp-ragdoc/<folder name>-<hash of its resolved path>`: readable, and two folders
+    (even with the same name) never share an index. A clone's `state/` that already indexes
+    this folder is kept (see the README's migration note)."""
+    if _legacy_index_matches(knowledge):
+        return LEGACY_DATA_DIR
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", knowledge.name).strip("-.")[:SLUG_MAX_CHARS]
+    digest = hashlib.sha256(str(knowledge).encode("utf-8", "surrogateescape")).hexdigest()
+    return data_home() / f"{slug or 'root'}-{digest[:PATH_HASH_CHARS]}"
+
+
+def _legacy_index_matches(knowledge: Path) -> bool:
+    """Whether `state/` next to the code holds an index of `knowledge`: the index stores paths
+    relative to the folder, so most of a sample of them must exist there."""
+    db = LEGACY_DATA_DIR / DB_FILENAME
+    if not db.is_file():
+        return False
+    try:
+        conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT path FROM documents ORDER BY id LIMIT ?", (LEGACY_MATCH_SAMPLE,)
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
+    found = sum((knowledge / row[0]).is_file() for row in rows if isinstance(row[0], str))
+    return bool(rows) and 2 * found > len(rows)
+
+
+def config_from_args(args: argparse.Namespace, demo: bool = False) -> Config:
+    """Arguments win over RAGDOC_* variables, which win over the defaults. Without a
+    knowledge dir only `demo` runs (on the sample folder); everything else reports it."""
 
     def pick(attr: str, env: str) -> str | None:
         value = getattr(args, attr, None)
         return value if value not in (None, "") else _env(env)
 
-    knowledge = Path(pick("knowledge_dir", "KNOWLEDGE_DIR") or DEFAULT_KNOWLEDGE_DIR)
-    data = Path(pick("data_dir", "DATA_DIR") or DEFAULT_DATA_DIR)
-    knowledge = knowledge.expanduser().resolve()
-    data = data.expanduser().resolve()
+    given = pick("knowledge_dir", "KNOWLEDGE_DIR")
+    knowledge = Path(given or SAMPLE_DIR).expanduser().resolve()
+    data_arg = pick("data_dir", "DATA_DIR")
+    data = Path(data_arg).expanduser().resolve() if data_arg else default_data_dir(knowledge)
     db = pick("db", "DB")
     model_dir = pick("semantic_model_dir", "SEMANTIC_MODEL_DIR")
     max_mb = getattr(args, "max_file_mb", None) or int(_env("MAX_FILE_MB") or DEFAULT_MAX_FILE_MB)
@@ -124,6 +187,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
         instructions_append=pick("instructions_append", "INSTRUCTIONS_APPEND") or "",
         busy_timeout_s=busy,
         read_only=bool(read_only),
+        knowledge_dir_given=bool(given) or demo,
     )
 
 
@@ -139,6 +203,11 @@ def _float_env(name: str, default: float) -> float:
 
 def config_problems(config: Config) -> list[str]:
     """Settings out of range, each with the fix (paths are checked by rag_service)."""
+    if not config.knowledge_dir_given:
+        return [
+            "no knowledge dir: pass --knowledge-dir /path/to/documents (or set "
+            "RAGDOC_KNOWLEDGE_DIR); `demo` alone runs on the bundled sample folder"
+        ]
     if not 0 < config.busy_timeout_s <= BUSY_TIMEOUT_MAX_S:
         return [
             f"--busy-timeout-s {config.busy_timeout_s} is out of range: "

@@ -7,10 +7,12 @@ Never reads document bodies and never raises; rag_service re-exports `health`,
 from __future__ import annotations
 
 import sqlite3
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import rag_jobs
+from helpers import platform_caps
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
 from helpers.text.chunking import CHUNK_SCHEME
@@ -144,6 +146,8 @@ def health(config: Config) -> dict[str, Any]:
     elif not problems:
         report["warnings"].append("nothing is indexed yet: run sync_kb")
     _fill_disk_state(config, report)
+    report["platform"] = {"system": sys.platform, "missing": platform_caps.missing_warnings()}
+    report["warnings"].extend(report["platform"]["missing"])
     if not report["semantic"]:
         report["semantic"] = _safe(lambda: semantic_state(config))
     if report["semantic"].get("state") not in ("ready", "off"):

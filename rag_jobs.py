@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import platform_caps
 from rag_db import write_transaction
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
@@ -135,11 +136,7 @@ def _pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     # A zombie (exited, not yet reaped by the server that spawned it) is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
+    return platform_caps.is_zombie(pid) is not True  # /proc, else `ps`; unknown = alive
 
 
 def reconcile_dead_jobs(conn: sqlite3.Connection, lock_path: Path) -> int:

@@ -47,6 +47,7 @@ MODES = ("hybrid", "lexical", "semantic")
 SQLITE_MAX_INT = 2**63 - 1  # a date in year 2999 in nanoseconds overflows SQLite's INTEGER
 WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
+WAIT_SECONDS_MAX = 30.0  # a sync_status wait stays under clients' usual 60 s request timeout
 
 # The faces (rag_server, rag_cli, web_ui, main, rag_eval) import this module only: the health
 # and storage names they use are re-exported from rag_health and rag_storage.
@@ -58,6 +59,7 @@ __all__ = [
     "search",
     "validate_search_args",
     "start_sync",
+    "sync_kb_blocking",
     "sync_status",
     "cancel_sync",
     "list_jobs",
@@ -317,19 +319,69 @@ def _spawn_worker(config: Config, job_id: str) -> subprocess.Popen[bytes]:
     return proc
 
 
+def _sync_scope(config: Config, path: str | None) -> str:
+    if not path:
+        return ""
+    try:
+        scope = normalize_user_path(path)
+        target = resolve_inside(config.knowledge_dir, scope)
+    except PathRejected as exc:
+        raise InvalidArgument(str(exc), exc.hint) from exc
+    if not target.is_dir():
+        raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
+    return scope
+
+
 def start_sync(config: Config, path: str | None = None) -> JobView:
     """Start the detached worker (or return the job already running); returns at once."""
-    scope = ""
-    if path:
-        try:
-            scope = normalize_user_path(path)
-            target = resolve_inside(config.knowledge_dir, scope)
-        except PathRejected as exc:
-            raise InvalidArgument(str(exc), exc.hint) from exc
-        if not target.is_dir():
-            raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
+    scope = _sync_scope(config, path)
     with storage_guard(config, "sync_kb did not start"):
         return _start_sync(config, scope)
+
+
+def sync_kb_blocking(
+    config: Config,
+    path: str | None = None,
+    on_progress: Callable[[JobView], None] | None = None,
+) -> JobView:
+    """Sync in the calling process and return the final job: for a host that embeds the service
+    (not an MCP tool: it blocks). It runs the worker's own code path (sync_job_worker.run_job:
+    the same lock, job row, progress and cancel), so a job started here is seen and cancelled
+    like any other. A sync already running is waited for instead of starting a second one."""
+    scope = _sync_scope(config, path)
+    with storage_guard(config, "sync did not start"):
+        conn = write_conn(config, "sync_kb")
+        try:
+            job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
+        finally:
+            conn.close()
+    if already:
+        return wait_for_job(config, job_id, on_progress)
+    import sync_job_worker
+
+    done = threading.Event()
+    if on_progress is not None:
+        threading.Thread(
+            target=_report_until, args=(config, job_id, on_progress, done), daemon=True
+        ).start()
+    try:
+        sync_job_worker.run_job(config, job_id, handle_sigterm=False)
+    finally:
+        done.set()
+    view = sync_status(config, job_id)
+    if on_progress is not None:
+        on_progress(view)
+    return view
+
+
+def _report_until(
+    config: Config, job_id: str, on_progress: Callable[[JobView], None], done: threading.Event
+) -> None:
+    while not done.wait(JOB_POLL_S):
+        try:
+            on_progress(sync_status(config, job_id))
+        except RagError:
+            continue  # a busy read is retried at the next tick
 
 
 def _start_sync(config: Config, scope: str) -> JobView:
@@ -387,7 +439,23 @@ def _job_or_latest(
     return with_failure_hint(config, rag_jobs.job_view(conn, row))
 
 
-def sync_status(config: Config, job_id: str | None = None) -> JobView:
+def sync_status(config: Config, job_id: str | None = None, wait_seconds: float = 0) -> JobView:
+    """The job now; with `wait_seconds` (0-30), as soon as its state or percent changes (or the
+    wait ends), so an agent waits in one call instead of polling in a loop."""
+    if not 0 <= wait_seconds <= WAIT_SECONDS_MAX:
+        raise InvalidArgument(f"wait_seconds must be between 0 and {WAIT_SECONDS_MAX:g}")
+    view = _sync_status_now(config, job_id)
+    deadline = time.monotonic() + wait_seconds
+    while view.state not in rag_jobs.FINAL_STATES and time.monotonic() < deadline:
+        time.sleep(min(JOB_POLL_S, max(0.0, deadline - time.monotonic())))
+        now = _sync_status_now(config, view.job_id)
+        if (now.state, now.percent) != (view.state, view.percent):
+            return now
+        view = now
+    return view
+
+
+def _sync_status_now(config: Config, job_id: str | None) -> JobView:
     with storage_guard(config, "sync_status"):
         conn = read_conn(config)
         try:

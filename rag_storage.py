@@ -45,6 +45,8 @@ ACTIVE_JOB_WAIT_MS = 1_000
 # -- configuration -----------------------------------------------------------------------------
 def check_config(config: Config) -> list[str]:
     """Problems that stop every tool but rag_health, each phrased with its fix."""
+    if not config.knowledge_dir_given:  # nothing to check, and no data dir to create
+        return config_problems(config)
     problems: list[str] = []
     kd = config.knowledge_dir
     if not kd.exists():

@@ -283,7 +283,9 @@ def build_extract_context(config: Config) -> ExtractContext:
     )
 
 
-def run_job(config: Config, job_id: str) -> int:
+def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
+    """Run one queued job to its end. `handle_sigterm=False` when a host runs it in its own
+    process (rag_service.sync_kb_blocking): its signal handlers stay its own."""
     # The worker keeps rag_db's long busy timeout whatever --busy-timeout-s says: that setting
     # bounds how long a tool call waits; a sync must wait out a foreign lock, not fail.
     conn = open_index(config.db_path)
@@ -295,7 +297,8 @@ def run_job(config: Config, job_id: str) -> int:
         log.info("job %s is no longer queued; exiting", job_id)
         return 0
     reporter = JobReporter(config, job_id)
-    signal.signal(signal.SIGTERM, lambda *_: reporter.request_cancel_locally())
+    if handle_sigterm:
+        signal.signal(signal.SIGTERM, lambda *_: reporter.request_cancel_locally())
     reporter.flush(conn)
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)

@@ -28,9 +28,11 @@ from urllib.parse import parse_qs, quote, urlsplit
 
 import rag_jobs
 import rag_service
+from helpers import web_guard
 from helpers.extract.registry import SUPPORTED_SUFFIXES
 from helpers.safety import PathRejected, resolve_inside
-from rag_config import REPO_DIR, Config
+from helpers.web_guard import LOOPBACK_HOST
+from rag_config import Config, bundled_dir
 from rag_errors import (
     ConfigError,
     DiskFull,
@@ -42,12 +44,10 @@ from rag_errors import (
     ReadOnlyDataDir,
 )
 
-UI_DIR = REPO_DIR / "ui"
+UI_DIR = bundled_dir("ui", "ragdoc_ui", "rag.html")
 PAGE_FILE = UI_DIR / "rag.html"
 CSRF_PLACEHOLDER = "__CSRF_TOKEN__"
 DEFAULT_PORT = 8769
-LOOPBACK_HOST = "127.0.0.1"
-LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; frame-ancestors 'none'; base-uri 'none'"
@@ -161,13 +161,8 @@ class ConsoleServer(ThreadingHTTPServer):
         self.csrf_token = secrets.token_urlsafe(32)
         self.stopping = threading.Event()
         self.port: int = self.server_address[1]
-        names = {host, *LOOPBACK_NAMES} if host != LOOPBACK_HOST else set(LOOPBACK_NAMES)
-        self.allowed_hosts = frozenset(f"{self._bracket(n)}:{self.port}".lower() for n in names)
-        self.url = f"http://{self._bracket(host)}:{self.port}/"
-
-    @staticmethod
-    def _bracket(name: str) -> str:
-        return f"[{name}]" if ":" in name else name
+        self.allowed_hosts = web_guard.allowed_hosts(host, self.port)
+        self.url = f"http://{web_guard.bracket(host)}:{self.port}/"
 
     def shutdown(self) -> None:
         self.stopping.set()
@@ -298,21 +293,15 @@ class ConsoleHandler(BaseHTTPRequestHandler):
 
     # -- security checks -----------------------------------------------------------------------
     def _check_host(self) -> None:
-        hosts = self.headers.get_all("Host") or []
-        if len(hosts) != 1 or hosts[0].strip().lower() not in self.server.allowed_hosts:
+        if not web_guard.host_ok(self.headers.get_all("Host") or [], self.server.allowed_hosts):
             raise _forbidden(
                 "unexpected Host header",
                 f"open the console at {self.server.url} (other host names are refused)",
             )
 
-    def _expected_origin(self) -> str:
-        return "http://" + self.headers["Host"].strip().lower()
-
     def _check_same_origin_and_token(self) -> None:
-        origin = self.headers.get("Origin")
-        site = self.headers.get("Sec-Fetch-Site")
-        same = origin == self._expected_origin() if origin is not None else site == "same-origin"
-        if not same or (site is not None and site != "same-origin"):
+        origin, site = self.headers.get("Origin"), self.headers.get("Sec-Fetch-Site")
+        if not web_guard.same_origin(origin, site, self.headers["Host"]):
             raise _forbidden(
                 "cross-origin request refused", "state changes are accepted from the console only"
             )

@@ -38,6 +38,21 @@ WORDS = [
 ]
 
 
+def _home_state_entries() -> set[str]:
+    home = Path.home() / ".mcp-ragdoc"
+    return {p.name for p in home.iterdir()} if home.is_dir() else set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_state_in_the_real_home() -> object:
+    """The default data dir is ~/.mcp-ragdoc: a test (or a server it starts) that forgets to
+    pass --data-dir or a throwaway HOME would write there; this fails the run instead."""
+    before = _home_state_entries()
+    yield
+    added = _home_state_entries() - before
+    assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
+
+
 def undo_migration_4(conn: sqlite3.Connection) -> None:
     """An index as schema 3 left it (no bigram index, no jobs.file_progress)."""
     conn.execute("DROP TRIGGER chunks_cjk_ad")

@@ -18,6 +18,8 @@ from PIL import Image
 from helpers.extract.blocks import OcrText
 from helpers.ocr.engine import OcrConfig, make_ocr_function
 from helpers.ocr.vlm import (
+    AUTO_START_ENV,
+    AUTO_STOP_ENV,
     CONTROL_URL_ENV,
     MAX_CONSECUTIVE_FAILURES,
     VlmConfigError,
@@ -237,6 +239,8 @@ def test_each_batch_of_pages_goes_through_the_model_between_server_start_and_sto
     server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CONTROL_URL_ENV, server.base + "/control/")
+    monkeypatch.setenv(AUTO_START_ENV, "1")
+    monkeypatch.setenv(AUTO_STOP_ENV, "1")
     server.reply = lambda sent: chat_reply(_sent_text(sent).replace("Invoice", "INVOICE"))
     cfg = OcrConfig(vlm_url=server.base + "/v1", vlm_model="local-vlm", vlm_timeout_s=10.0)
     ocr = make_ocr_function(cfg)
@@ -262,6 +266,38 @@ def test_each_batch_of_pages_goes_through_the_model_between_server_start_and_sto
     assert second.note == "vlm: no change"  # the second line has no "Invoice" to change
 
 
+@pytest.mark.parametrize(
+    ("start", "stop", "expected"),
+    [
+        (None, None, ["/v1/chat/completions"]),  # the URL alone never starts or stops anything
+        ("1", None, ["/control/server/start", "/v1/models", "/v1/chat/completions"]),
+        (None, "1", ["/v1/chat/completions", "/control/server/stop"]),
+        ("0", "0", ["/v1/chat/completions"]),
+    ],
+)
+def test_server_start_and_stop_are_sent_only_when_their_switch_is_on(
+    server: FakeModelServer,
+    monkeypatch: pytest.MonkeyPatch,
+    start: str | None,
+    stop: str | None,
+    expected: list[str],
+) -> None:
+    monkeypatch.setenv(CONTROL_URL_ENV, server.base + "/control")
+    for name, value in ((AUTO_START_ENV, start), (AUTO_STOP_ENV, stop)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    server.reply = lambda sent: chat_reply(GOOD)
+    with VlmCorrector(server.base + "/v1", "m", 5.0) as vlm:
+        result = vlm.correct(render_page(["x"]), OcrText(OCR_TEXT, "t"))
+    assert result.text == GOOD
+    assert server.paths == expected
+    with VlmCorrector(server.base + "/v1", "m", 5.0):
+        pass  # a batch that sent no page stops nothing
+    assert server.paths == expected
+
+
 def test_thai_digits_count_as_the_same_numbers() -> None:
     assert validate_correction("ราคา ๑,๒๕๐ บาท วันที่ 15", "ราคา 1,250 บาท วันที่ 15").ok
     assert not validate_correction("ราคา ๑,๒๕๐ บาท", "ราคา 1,205 บาท").ok
@@ -284,7 +320,7 @@ def test_a_failed_server_start_skips_the_model_and_keeps_the_text(
     with socket.socket() as probe:  # a control port nothing listens on
         probe.bind(("127.0.0.1", 0))
         control = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    with VlmCorrector(server.base, "m", 5.0, control_url=control) as vlm:
+    with VlmCorrector(server.base, "m", 5.0, control_url=control, auto_start=True) as vlm:
         result = vlm.correct(render_page(["x"]), OcrText(OCR_TEXT, "t"))
     assert result.text == OCR_TEXT
     assert result.note == "vlm skipped: server/start failed: server not reachable"

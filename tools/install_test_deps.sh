@@ -2,7 +2,8 @@
 # Installs everything the test suite needs on a fresh Debian machine: OCR engine and languages,
 # LibreOffice (legacy .doc/.xls/.ppt and PDF fixtures), Thai fonts (rendered test scans), Chromium
 # and its driver (console browser tests), real PDF manuals + qpdf (the debian-pdf page-level eval
-# set of bench/build_pdf_eval.py), then the pinned Python packages.
+# set of bench/build_pdf_eval.py), procps (`ps`: the sandbox's fallbacks where /proc is missing,
+# simulated in tests), then the pinned Python packages.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 APT_PACKAGES=(
@@ -11,6 +12,7 @@ APT_PACKAGES=(
   fonts-thai-tlwg fonts-dejavu-core
   chromium chromium-driver
   octave-doc gnuplot-doc asymptote-doc qpdf
+  procps
 )
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -17,11 +17,13 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from helpers import platform_caps
 from helpers.extract.blocks import (
     BlockKind,
     ExtractContext,
@@ -40,16 +42,39 @@ POLL_S = 0.2  # how often a waiting parent checks for cancel
 
 
 PR_SET_PDEATHSIG = 1  # prctl option: signal this process when its parent dies
+# Without a kernel memory cap (macOS) the parent samples the child's RSS this often; an
+# allocation storm grows a few hundred MB per second, so the overshoot stays well under a GB.
+RSS_POLL_S = 0.5
+PARENT_POLL_S = 1.0  # without prctl the child checks this often whether its worker is gone
 
 
 def _die_with_parent() -> None:
-    """A child stuck in a hostile file must not outlive a killed worker (Linux prctl)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # not Linux: the stall timeout still bounds a live worker's child
+    """A child stuck in a hostile file must not outlive a killed worker: Linux prctl, else the
+    child's own watcher thread (`_watch_parent`, started when the child runs)."""
+    if platform_caps.has_prctl():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watcher thread covers it
     os.setpgid(0, 0)  # own process group: LibreOffice helpers are killed with it
+
+
+def _watch_parent() -> None:
+    """Exit (with the process group: converters too) once the worker that started us is gone;
+    a blocked open() or C call in the main thread does not stop this thread."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent:
+                try:
+                    os.killpg(0, signal.SIGKILL)
+                finally:
+                    os._exit(1)
+
+    threading.Thread(target=watch, name="watch-parent", daemon=True).start()
 
 
 def _encode(block: TextBlock) -> str:
@@ -87,13 +112,18 @@ class SandboxedExtractor:
         self._log_path = log_path
         self.stall_timeout_s = stall_timeout_s
         self._memory = memory_bytes
+        self._watch_rss = False  # set per child: True where the kernel cannot cap its memory
         self._proc: subprocess.Popen[bytes] | None = None
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         memory = self._memory
 
+        capped = platform_caps.has_rlimit_as()
+        self._watch_rss = not capped
+
         def limit_memory() -> None:
-            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            if capped:
+                resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
             _die_with_parent()
 
         stderr = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
@@ -173,6 +203,15 @@ class SandboxedExtractor:
             if not finished:
                 self._kill()  # cancelled or abandoned mid-file: the child's state is unknown
 
+    def _check_memory(self, proc: subprocess.Popen[bytes]) -> None:
+        """The memory cap from outside, where the kernel offers none (see RSS_POLL_S)."""
+        rss = platform_caps.rss_bytes(proc.pid)
+        if rss is not None and rss > self._memory:
+            raise ExtractionError(
+                f"extraction ran out of memory (over {self._memory // 2**20} MB)",
+                "the file may be a decompression bomb or corrupt",
+            )
+
     def _messages(
         self, proc: subprocess.Popen[bytes], check_cancel: Callable[[], None]
     ) -> Iterator[dict[str, Any]]:
@@ -181,9 +220,13 @@ class SandboxedExtractor:
         selector.register(proc.stdout, selectors.EVENT_READ)
         buffer = b""
         last = time.monotonic()
+        next_rss = last + RSS_POLL_S
         try:
             while True:
                 check_cancel()
+                if self._watch_rss and time.monotonic() >= next_rss:
+                    next_rss = time.monotonic() + RSS_POLL_S
+                    self._check_memory(proc)
                 newline = buffer.find(b"\n")
                 if newline != -1:
                     line, buffer = buffer[:newline], buffer[newline + 1 :]
@@ -236,6 +279,9 @@ def _child_context(
 
 def _child_main() -> int:
     from helpers.extract import registry as extractors
+
+    if not platform_caps.has_prctl():
+        _watch_parent()
 
     out = sys.stdout
     contexts: dict[str, ExtractContext] = {}

@@ -31,6 +31,10 @@ __all__ = ["VlmConfigError", "VlmCorrector", "require_loopback", "validate_corre
 log = logging.getLogger(__name__)
 
 CONTROL_URL_ENV = "RAGDOC_LLM_CONTROL_URL"  # optional loopback endpoint: POST server/start|stop
+# The control calls are opt-in: a host that keeps its model server running must not have it
+# started or stopped under it just because it published the control URL.
+AUTO_START_ENV = "RAGDOC_OCR_AUTO_START"  # 1: POST server/start before a batch's first page
+AUTO_STOP_ENV = "RAGDOC_OCR_AUTO_STOP"  # 1: POST server/stop when a batch that used it ends
 # A correction is a small edit: the OCR text is already ~0.98 right on clean scans.
 MIN_SIMILARITY = 0.85  # difflib ratio of correction vs OCR text (characters)
 MIN_LENGTH_RATIO = 0.85  # correction length / OCR length
@@ -178,6 +182,8 @@ class VlmCorrector:
         timeout_s: float,
         control_url: str | None = None,
         use_control_env: bool = True,
+        auto_start: bool | None = None,
+        auto_stop: bool | None = None,
     ) -> None:
         self.url = chat_completions_url(require_loopback(vlm_url))
         self.model = model
@@ -187,8 +193,11 @@ class VlmCorrector:
         self.control_url = (
             require_loopback(control_url, CONTROL_URL_ENV).rstrip("/") if control_url else None
         )
+        self.auto_start = _env_flag(AUTO_START_ENV) if auto_start is None else auto_start
+        self.auto_stop = _env_flag(AUTO_STOP_ENV) if auto_stop is None else auto_stop
         self._http: httpx.Client | None = None
         self._started = False
+        self._used = False  # a page went to the model in this batch
         self._failures = 0
         self._disabled_reason = ""
 
@@ -210,6 +219,7 @@ class VlmCorrector:
             return _keep(ocr, f"vlm skipped: {self._disabled_reason}")
         if not self._ensure_started():
             return _keep(ocr, f"vlm skipped: {self._disabled_reason}")
+        self._used = True
         try:
             answer = postprocess(self._ask(image, ocr.text))  # same shape as the OCR text
         except (httpx.HTTPError, ValueError, TimeoutError) as exc:
@@ -233,12 +243,13 @@ class VlmCorrector:
     def close(self) -> None:
         """End the batch: stop a managed server (if we started one), release the connections."""
         try:
-            if self._started and self.control_url:
+            if self.control_url and self.auto_stop and (self._started or self._used):
                 self._control("server/stop")
         except httpx.HTTPError as exc:
             log.warning("vision-model server/stop failed: %s", _describe(exc, CONTROL_TIMEOUT_S))
         finally:
             self._started = False
+            self._used = False
             self._failures = 0
             self._disabled_reason = ""
             if self._http is not None:
@@ -252,7 +263,7 @@ class VlmCorrector:
         self.close()
 
     def _ensure_started(self) -> bool:
-        if self._started or not self.control_url:
+        if self._started or not self.control_url or not self.auto_start:
             return True
         try:
             self._control("server/start")
@@ -312,6 +323,10 @@ class VlmCorrector:
                     raise TimeoutError("answer still streaming at the deadline")
                 chunks.append(chunk)
         return _message_content(json.loads(b"".join(chunks)))
+
+
+def _env_flag(name: str) -> bool:
+    return (os.environ.get(name) or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _keep(ocr: OcrText, note: str) -> OcrText:

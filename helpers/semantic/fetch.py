@@ -234,14 +234,14 @@ def _download(
     except httpx.HTTPError as exc:
         raise FetchError(
             f"download of {name} interrupted after {have + received} bytes: {exc}",
-            "run `python rag_server.py model fetch` again: it resumes where it stopped",
+            "run `ragdoc model fetch` again: it resumes where it stopped",
         ) from exc
     if not _matches(part, remote):
         part.unlink()
         raise FetchError(
             f"{name}: downloaded file does not match the hub's size/sha256 "
             f"(expected {remote.size} bytes, sha256 {remote.sha256})",
-            "run `python rag_server.py model fetch` again; if it repeats, the mirror is corrupt",
+            "run `ragdoc model fetch` again; if it repeats, the mirror is corrupt",
         )
     part.replace(dest)
     log.info("fetched %s (%d bytes)", name, dest.stat().st_size)

@@ -43,7 +43,7 @@ RUNTIME_MODULES = ("numpy", "onnxruntime", "sentencepiece")
 
 INSTALL_HINT = "pip install onnxruntime sentencepiece numpy"
 FETCH_HINT = (
-    "run `python rag_server.py model fetch` to download "
+    "run `ragdoc model fetch` (from a clone: `python rag_server.py model fetch`) to download "
     f"{DEFAULT_REPO_ID}, or pass --semantic-model-dir DIR "
     "(a sentence-transformers folder with onnx/)"
 )
