@@ -63,10 +63,12 @@ def progress_line(view: JobView) -> str:
     bar = "#" * filled + "-" * (BAR_WIDTH - filled)
     eta = f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
     current = f" {view.current_file}" if view.current_file else ""
-    return (
-        f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} "
-        f"{view.completed_files}/{view.total_files} files{eta}{current}"
-    )
+    semantic = view.semantic or {}
+    if view.phase == "semantic" and semantic.get("total"):
+        done = f"{semantic['done']}/{semantic['total']} texts embedded"
+    else:
+        done = f"{view.completed_files}/{view.total_files} files"
+    return f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} {done}{eta}{current}"
 
 
 def _print_progress(view: JobView) -> None:

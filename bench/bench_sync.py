@@ -1,15 +1,20 @@
 """Sync and server benchmarks (run by hand; numbers go into the issue notes, not into tests).
 
     python bench/bench_sync.py [--files 2000] [--noop-files 10000] [--work DIR]
+    python bench/bench_sync.py --real DIR [--work DIR]
 
 Reports: first-sync files/s and MB/s, no-op resync time for unchanged files, sync_kb return
 latency (in-process and over MCP stdio), rag_search latency over stdio, MCP server RSS.
+With --real, a lexical first sync of a real folder instead: MB/s of extracted section text, the
+ratio to a bare FTS5 trigram table taking the same text in ~600-character rows in the same run
+(the floor SQLite sets), and the size of every table against the text.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -109,15 +114,64 @@ def server_rss_mb() -> float:
     return best
 
 
+BARE_ROW_CHARS = 600  # about one retrieval child's text
+
+
+def bare_fts_seconds(texts: list[str], work: Path) -> float:
+    """One executemany into a bare trigram FTS5 table in one transaction: the insert floor."""
+    rows = [(t[i : i + BARE_ROW_CHARS],) for t in texts for i in range(0, len(t), BARE_ROW_CHARS)]
+    conn = sqlite3.connect(work / "bare.sqlite3", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram case_sensitive 0')")
+    start = time.perf_counter()
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO t(body) VALUES (?)", rows)
+    conn.execute("COMMIT")
+    seconds = time.perf_counter() - start
+    conn.close()
+    return seconds
+
+
+def table_sizes(db: Path) -> list[tuple[str, int]]:
+    """Bytes per table and index, largest first (SQLite's dbstat)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    rows = conn.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC")
+    sizes = [(name, int(size)) for name, size in rows]
+    conn.close()
+    return sizes
+
+
+def real_folder(folder: Path, work: Path) -> None:
+    config = config_for(folder, work / "state")
+    wall, worker, counts = timed_sync(config)
+    conn = sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)
+    texts = [row[0] for row in conn.execute("SELECT text FROM sections ORDER BY id")]
+    conn.close()
+    text_mb = sum(len(t.encode()) for t in texts) / 1e6
+    bare = bare_fts_seconds(texts, work)
+    print(f"real folder {folder}: {counts}")
+    print(f"  lexical sync {wall:.2f} s wall (worker {worker:.2f} s), {text_mb:.1f} MB text")
+    print(f"  {text_mb / wall:.2f} MB/s; bare FTS5 trigram insert {bare:.2f} s", end="; ")
+    print(f"ratio {wall / bare:.1f}x")
+    sizes = table_sizes(config.db_path)
+    total = sum(size for _, size in sizes)
+    print(f"  index {total / 1e6:.1f} MB = {total / 1e6 / text_mb:.1f}x the section text")
+    for name, size in sizes[:12]:
+        print(f"    {name:28} {size / 1e6:8.1f} MB  {size / 1e6 / text_mb:5.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--words", type=int, default=400)
     parser.add_argument("--noop-files", type=int, default=10000)
     parser.add_argument("--work", type=Path)
+    parser.add_argument("--real", type=Path, help="a real folder: lexical sync vs bare FTS5")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-sync-"))
     try:
+        if args.real:
+            real_folder(args.real.resolve(), work)
+            return
         docs = work / "docs"
         size = make_files(docs, args.files, args.words, seed=1)
         config = config_for(docs, work / "state")

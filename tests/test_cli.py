@@ -9,6 +9,8 @@ from pathlib import Path
 
 from conftest import REPO
 
+import rag_jobs
+import rag_service
 from rag_config import Config
 
 
@@ -83,3 +85,21 @@ def test_demo_runs_on_the_default_sample_folder(tmp_path: Path):
     assert "contracts/service-agreement.md" in result.stdout
     assert "reports/sales-report-2026.txt" in result.stdout
     assert "th/meeting-notes.md" in result.stdout
+
+
+def test_the_progress_line_counts_embedded_texts_during_the_semantic_phase(config: Config):
+    """The seed's bar said `0/0 files` for the whole semantic phase (most of a first sync)."""
+    from rag_cli import progress_line
+    from sync_job_worker import JobReporter
+
+    conn = rag_service.write_conn(config, "sync_kb")
+    job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "")
+    reporter = JobReporter(config, job_id)
+    reporter.on_plan(0, 0)
+    reporter.on_phase("semantic")
+    reporter.on_semantic(1200, 9000)
+    reporter.flush(conn)
+    line = progress_line(rag_service.sync_status(config, job_id))
+    conn.close()
+    assert "semantic 1200/9000 texts embedded" in line
+    assert "files" not in line

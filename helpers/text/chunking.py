@@ -27,6 +27,8 @@ CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole
 BREADCRUMB_MAX_SHARE = 1 / 3  # longer breadcrumbs are elided from the middle
 TABLE_HEADER_MAX_SHARE = 1 / 2  # a longer header is cut in children so rows keep some room
 CODE_BLOCK_MAX_CHARS = 2000  # fenced code up to this stays one piece; longer is split by lines
+ATOM_CACHE_SIZE = 1 << 17  # distinct word atoms memoised (a 12 MB corpus has ~110k)
+CACHED_ATOM_MAX_CHARS = 64  # longer atoms (base64, URLs) rarely repeat and would pin memory
 
 _WORD = re.compile(r"\S+\s*|\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
@@ -184,22 +186,25 @@ def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool)
     budget = CHILD_MAX_TOKENS - estimate_tokens(crumb)
     header_limit = int(CHILD_MAX_TOKENS * TABLE_HEADER_MAX_SHARE)
     atoms: list[tuple[str, int, TextBlock]] = []  # (text, tokens, source block)
+    atom_headers: list[str | None] = []  # the table header each atom's row shows, if any
     for block in pieces:
+        header = None
         if block.kind == BlockKind.TABLE_ROW and block.table_header:
             fitted = _fit_header(block.table_header, header_limit)
             block = block if fitted == block.table_header else replace(block, table_header=fitted)
+            header = block.table_header
         atomic = block.kind == BlockKind.TABLE_ROW or (
             block.kind == BlockKind.CODE and len(block.text) <= CODE_BLOCK_MAX_CHARS
         )
-        for word in [block.text] if atomic else _word_atoms(block.text):
-            atoms.append((word, estimate_tokens(word), block))
+        words = [block.text] if atomic else _word_atoms(block.text)
+        atoms.extend([(word, _atom_tokens(word), block) for word in words])
+        atom_headers.extend([header] * len(words))
     window: list[tuple[str, int, TextBlock]] = []
     used = 0  # tokens of the window's atoms and of the table headers it shows
     shown_header: str | None = None  # the header _child last put in the window
     emitted_any = False
-    for atom in atoms:
-        header = atom[2].table_header if atom[2].kind == BlockKind.TABLE_ROW else None
-        header_tokens = estimate_tokens(header) if header else 0
+    for atom, header in zip(atoms, atom_headers, strict=True):
+        header_tokens = _atom_tokens(header) if header else 0
         cost = atom[1] + (header_tokens if header != shown_header else 0)
         if window and used + cost > budget:
             yield _child(window, crumb, location, ocr)
@@ -220,6 +225,22 @@ def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool)
         shown_header = header or shown_header
     if window and (not emitted_any or any(a[1] for a in window)):
         yield _child(window, crumb, location, ocr)
+
+
+_ATOM_TOKENS: dict[str, int] = {}
+
+
+def _atom_tokens(atom: str) -> int:
+    """estimate_tokens of one word atom (a word and its trailing space), memoised: words repeat
+    (Zipf), and the lookup costs a tenth of the estimate's own call (bench/bench_sync.py)."""
+    tokens = _ATOM_TOKENS.get(atom)
+    if tokens is None:
+        tokens = estimate_tokens(atom)
+        if len(atom) <= CACHED_ATOM_MAX_CHARS:
+            if len(_ATOM_TOKENS) >= ATOM_CACHE_SIZE:
+                _ATOM_TOKENS.clear()  # a bound on memory; the values never change
+            _ATOM_TOKENS[atom] = tokens
+    return tokens
 
 
 def _fit_header(header: str, limit: int) -> str:
