@@ -209,7 +209,7 @@ def _model_fetch(args: argparse.Namespace) -> int:
     try:
         result = model_fetch.fetch_model(cache, base_url=args.base_url, progress=show)
     except model_fetch.FetchError as exc:
-        sys.stderr.write(f"\nerror: {exc} (hint: {exc.hint})\n")
+        sys.stderr.write(f"\nerror: {exc}\n")
         return 2
     sys.stderr.write("\n")
     print(f"model ready in {result.model_dir} ({result.downloaded_bytes / 1e6:.1f} MB downloaded)")

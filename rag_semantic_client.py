@@ -23,6 +23,7 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
+from helpers.errors import RagError
 from helpers.semantic import vector_pack
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
@@ -36,12 +37,10 @@ MAX_LINE_BYTES = 64 * 1024 * 1024  # one request line; a runaway client cannot e
 Kind = Literal["passage", "query"]
 
 
-class SemanticError(Exception):
+class SemanticError(RagError):
     """Base of the semantic channel's errors; `hint` says what to do."""
 
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
+    code = "semantic_failed"
 
 
 class WorkerError(SemanticError):

@@ -141,7 +141,7 @@ def validate_search_args(
     try:
         prefix = normalize_user_path(path_prefix) if path_prefix else ""
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     return query.strip(), prefix
 
 
@@ -233,7 +233,6 @@ def _semantic_candidates(
     if light["state"] != "ready":
         return None, f"semantic search {light['state']}: {light['hint']}"
     import rag_semantic
-    from helpers.semantic.model import ModelError
 
     cache_dir = config.data_dir / SEMANTIC_CACHE
     state = rag_semantic.semantic_state(
@@ -264,8 +263,8 @@ def _semantic_candidates(
                 worker=worker,
                 state=state,  # the model and generation just read: not read twice
             )
-    except (rag_semantic.SemanticError, ModelError) as exc:
-        return None, f"semantic search failed: {exc} (hint: {exc.hint})"
+    except RagError as exc:  # the model, the query worker or the vector store
+        return None, f"semantic search failed: {exc}"
     except OSError as exc:  # e.g. the model-hash cache cannot be saved on a read-only data dir
         return None, f"semantic search failed: {exc} (hint: check the data dir {config.data_dir})"
     return hits, None
@@ -325,7 +324,7 @@ def start_sync(config: Config, path: str | None = None) -> JobView:
             scope = normalize_user_path(path)
             target = resolve_inside(config.knowledge_dir, scope)
         except PathRejected as exc:
-            raise InvalidArgument(str(exc), exc.hint) from exc
+            raise InvalidArgument(exc.message, exc.hint) from exc
         if not target.is_dir():
             raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
     with storage_guard(config, "sync_kb did not start"):
@@ -477,7 +476,7 @@ def list_documents(
     try:
         prefix = normalize_user_path(path_prefix) if path_prefix else ""
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     query = rag_documents.ListQuery(
         path_prefix=prefix,
         status=status,
@@ -508,7 +507,7 @@ def read_document(
     try:
         rel = normalize_user_path(path)
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     if not 0 <= before <= 20 or not 0 <= after <= 20:
         raise InvalidArgument("before and after must be between 0 and 20")
     if not 0 <= offset <= LIST_OFFSET_MAX:

@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from helpers.errors import RagError
 from helpers.semantic import vector_pack
 from helpers.semantic.model import (
     FETCH_HINT,
@@ -74,10 +75,10 @@ UNIGRAM, NORMAL_PIECE = 1, 1  # TrainerSpec.model_type and SentencePiece.Type va
 SUBSET_MAX_CHARS = 2000  # longer texts go to the full tokenizer (substrings grow as n x 16)
 
 
-class RequestError(Exception):
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
+class RequestError(RagError):
+    """A request line the worker cannot serve (bad JSON, unknown op, wrong model)."""
+
+    code = "bad_request"
 
 
 def check_runtime() -> None:
@@ -550,7 +551,7 @@ def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float
         try:
             response = worker.handle(request)
         except (RequestError, ModelError, vector_pack.ScanError) as exc:
-            response = {"ok": False, "error": str(exc), "hint": exc.hint}
+            response = {"ok": False, "error": exc.message, "hint": exc.hint}
         except Exception as exc:  # the protocol must survive anything; details go to the log
             log.exception("request %s failed", request.get("op"))
             response = {

@@ -25,6 +25,7 @@ from helpers.extract.blocks import ExtractContext, ExtractLimits
 from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
+from rag_errors import RagError
 from rag_sync import JobCancelled, sync_files
 from rag_sync_write import FileProgress
 
@@ -346,14 +347,13 @@ def _semantic_phase(conn: sqlite3.Connection, config: Config, reporter: JobRepor
     if not config.semantic:
         return None
     import rag_semantic
-    from helpers.semantic.model import ModelError
 
     try:
         rag_semantic.sync_phase(
             conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
         )
-    except (rag_semantic.SemanticError, ModelError) as exc:
-        message = f"semantic index not updated: {exc} (hint: {exc.hint})"
+    except RagError as exc:  # the model, the worker or the vector store
+        message = f"semantic index not updated: {exc}"
         reporter.on_error("(semantic index)", message)
         log.error(message)
         return message

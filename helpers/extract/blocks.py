@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from helpers.errors import RagError
+
 
 class BlockKind(StrEnum):
     HEADING = "heading"  # starts a new heading level; text is the heading itself
@@ -102,16 +104,10 @@ class ExtractLimits:
     max_line_chars: int = 1_000_000  # a single "line" longer than this is cut into pieces
 
 
-class ExtractionError(Exception):
+class ExtractionError(RagError):
     """A file that cannot be extracted; `hint` says what the user can do about it."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+    code = "extraction_failed"
 
 
 # Renders a PIL image of one page to OCR text; None when no OCR engine is configured.
