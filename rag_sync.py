@@ -24,6 +24,8 @@ from helpers.extract.blocks import (
     ExtractLimits,
     TextBlock,
 )
+from helpers.extract.failures import extraction_failure
+from helpers.extract.registry import format_of
 from helpers.extract.sandbox import SandboxedExtractor
 from helpers.safety import (
     FileEntry,
@@ -242,16 +244,10 @@ def extract_document(
 
     try:
         sections = list(build_sections(blocks()))
-    except (ExtractionError, JobCancelled):
+    except ExtractionError:
         raise
-    except MemoryError as exc:
-        raise ExtractionError("out of memory while extracting", "raise --max-file-mb") from exc
-    except RecursionError as exc:
-        raise ExtractionError("document nesting too deep to read") from exc
-    except OSError as exc:
-        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
-    except Exception as exc:  # a library bug on a hostile file must not stop the job
-        raise ExtractionError(f"{type(exc).__name__} while extracting: {exc}"[:500]) from exc
+    except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job
+        raise extraction_failure(exc, format_of(entry.abs_path)) from exc
     # A single image has no page numbers but is OCR text all the same.
     ocr_engine = (getattr(ctx.ocr, "engine", None) or "ocr") if any_ocr else None
     return DocumentContent(
