@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import builtins
+import functools
+import os
 import random
+import re
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,6 +21,56 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from rag_config import Config  # noqa: E402
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def require_tool(available: bool, what: str, fix: str) -> None:
+    """Skip a test whose outside tool (OCR engine, LibreOffice, mount rights, a model, a data
+    set) is missing; with `CI` set, FAIL it, so a broken install step never silently drops
+    that coverage (as the browser test does)."""
+    if available:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing on CI: {fix}", pytrace=False)
+    pytest.skip(f"{what} is missing: {fix}")
+
+
+def needs_tool(available: bool, what: str, fix: str) -> Callable[[F], F]:
+    """`require_tool` as a decorator, in place of `pytest.mark.skipif(not available, ...)`."""
+
+    def wrap(test: F) -> F:
+        @functools.wraps(test)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            require_tool(available, what, fix)
+            return test(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+_EXCEPTION_NAMES = sorted(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+)
+# Our internals in a user's message: an exception type (builtin or any `...Error`), a traceback,
+# a parser's object repr.
+PYTHON_INTERNALS = re.compile(
+    r"\b(?:" + "|".join(_EXCEPTION_NAMES) + r"|\w+Error|BadZipFile)\b|Traceback|object has no "
+    r"attribute|lxml\.|<class '"
+)
+
+
+def assert_plain_words(exc: Exception) -> None:
+    """A user-facing error: a message and a hint, and no Python exception type name in either."""
+    message, hint = getattr(exc, "message", ""), getattr(exc, "hint", "")
+    assert message, f"no message: {exc!r}"
+    assert hint, f"no hint in {message!r}"
+    found = PYTHON_INTERNALS.search(f"{message} {hint}")
+    assert found is None, f"internals {found.group(0)!r} in {message!r} (hint: {hint!r})"
+
 
 WORDS = [
     "invoice",

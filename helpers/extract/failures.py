@@ -35,9 +35,7 @@ def extraction_failure(exc: BaseException, fmt: str = "") -> ExtractionError:
     if isinstance(exc, RecursionError):
         return ExtractionError(f"the {what} is nested too deeply to read", DAMAGED_HINT)
     if isinstance(exc, OSError) and exc.errno is not None:  # a real I/O error, not a parser's
-        return ExtractionError(
-            f"cannot read the file: {exc.strerror or 'I/O error'}", UNREADABLE_HINT
-        )
-    return ExtractionError(
-        f"the {what} is damaged or not a valid {fmt or 'document'}", DAMAGED_HINT
-    )
+        reason = exc.strerror or "input/output error"
+        return ExtractionError(f"cannot read the file: {reason}", UNREADABLE_HINT)
+    kind = f"a {fmt.upper()} document" if fmt else "a document"
+    return ExtractionError(f"the file is damaged: it cannot be read as {kind}", DAMAGED_HINT)
