@@ -7,6 +7,7 @@ import functools
 import os
 import random
 import re
+import shutil
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -33,21 +34,53 @@ def require_tool(available: bool, what: str, fix: str) -> None:
         return
     if os.environ.get("CI"):
         pytest.fail(f"{what} is missing on CI: {fix}", pytrace=False)
-    pytest.skip(f"{what} is missing: {fix}")
+    pytest.skip(f"{what} is missing: {fix}", allow_module_level=True)
 
 
-def needs_tool(available: bool, what: str, fix: str) -> Callable[[F], F]:
-    """`require_tool` as a decorator, in place of `pytest.mark.skipif(not available, ...)`."""
+def needs_tool(available: Callable[[], object], what: str, fix: str) -> Callable[[F], F]:
+    """`require_tool` as a decorator, in place of `pytest.mark.skipif(not available, ...)`;
+    `available` is asked when the test runs, not at import."""
 
     def wrap(test: F) -> F:
         @functools.wraps(test)
         def run(*args: Any, **kwargs: Any) -> Any:
-            require_tool(available, what, fix)
+            require_tool(bool(available()), what, fix)
             return test(*args, **kwargs)
 
         return run  # type: ignore[return-value]
 
     return wrap
+
+
+def _can_mount() -> bool:
+    from stress.harness import can_mount
+
+    return can_mount()
+
+
+def tesseract_available() -> bool:
+    from helpers.ocr import engine as ocr
+
+    return ocr.ocr_status(ocr.OcrConfig()).available
+
+
+def require_tesseract() -> None:
+    require_tool(tesseract_available(), "tesseract-ocr", "apt-get install tesseract-ocr")
+
+
+# The outside tools the suite needs; tools/install_test_deps.sh installs every one.
+SOFFICE_FIX = "apt-get install libreoffice-writer libreoffice-calc libreoffice-impress"
+needs_mount = needs_tool(
+    _can_mount, "root with CAP_SYS_ADMIN to mount a tmpfs", "run the tests as root in a VM"
+)
+needs_setpriv = needs_tool(
+    lambda: os.geteuid() == 0 and shutil.which("setpriv"),
+    "root and setpriv",
+    "run the tests as root; apt-get install util-linux",
+)
+needs_soffice = needs_tool(
+    lambda: shutil.which("soffice") or shutil.which("libreoffice"), "LibreOffice", SOFFICE_FIX
+)
 
 
 _EXCEPTION_NAMES = sorted(
