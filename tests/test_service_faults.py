@@ -38,6 +38,7 @@ from stress.harness import (
 import rag_db
 import rag_jobs
 import rag_service
+from helpers.sqlite_read import immutable_is_safe
 from rag_config import Config, add_config_arguments, config_from_args
 from rag_db import open_index
 from rag_errors import DiskFull, IndexBusy, ReadOnlyDataDir, storage_fault
@@ -458,7 +459,7 @@ def test_an_immutable_read_is_never_used_while_the_wal_holds_committed_pages(tmp
     busy = sqlite3.OperationalError("database is locked")
     busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
     assert (tmp_path / "index.sqlite3-wal").stat().st_size > 0
-    assert not rag_db._immutable_is_safe(db, cantopen)  # would miss the row in the WAL
+    assert not immutable_is_safe(db, cantopen)  # would miss the row in the WAL
     writer.close()  # the last connection checkpoints and removes the WAL
-    assert rag_db._immutable_is_safe(db, cantopen)
-    assert not rag_db._immutable_is_safe(db, busy)  # a lock is never a reason to skip locks
+    assert immutable_is_safe(db, cantopen)
+    assert not immutable_is_safe(db, busy)  # a lock is never a reason to skip locks
