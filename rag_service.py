@@ -23,12 +23,18 @@ import rag_documents
 import rag_jobs
 import rag_search
 from helpers.extract import registry as extractors
-from helpers.lexical.common import STAGING_RANGE, not_staging_sql
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_db import write_transaction
-from rag_errors import IndexMissing, InvalidArgument, NotFound, RagError, storage_fault
-from rag_health import SEMANTIC_CACHE, health, ocr_state, semantic_state
+from rag_errors import (
+    IndexMissing,
+    InvalidArgument,
+    NotFound,
+    RagError,
+    SemanticUnavailable,
+    storage_fault,
+)
+from rag_health import health, ocr_state, semantic_state
 from rag_jobs import JobView
 from rag_results import SearchResult
 from rag_storage import (
@@ -196,13 +202,11 @@ def _search(
     try:
         semantic_hits = None
         if mode in ("hybrid", "semantic"):
-            semantic_hits, why_not = _semantic_candidates(config, conn, query)
+            semantic_hits, why_not = _semantic_candidates(config, conn, query, filters)
             if why_not and mode == "semantic":
-                raise InvalidArgument(why_not, "use mode='lexical', or enable semantic search")
+                raise SemanticUnavailable(why_not, "use mode='lexical', or enable semantic search")
             if why_not:
                 warnings.append(f"{why_not} — lexical results only")
-            elif semantic_hits is not None:
-                semantic_hits = _apply_filters(conn, semantic_hits, filters)
         options = rag_search.SearchOptions(
             top_k=top_k,
             filters=filters,
@@ -217,16 +221,8 @@ def _search(
 
 
 # -- semantic channel -------------------------------------------------------------------------
-# A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
-# and exits by itself after this many idle seconds; the ML runtime never enters this process.
-WARM_IDLE_S = 300.0
-SEMANTIC_DEPTH = 100  # candidates the semantic channel contributes to fusion
-_warm_lock = threading.Lock()
-_warm_workers: dict[Path, Any] = {}
-
-
 def _semantic_candidates(
-    config: Config, conn: sqlite3.Connection, query: str
+    config: Config, conn: sqlite3.Connection, query: str, filters: rag_search.Filters
 ) -> tuple[list[tuple[int, float]] | None, str | None]:
     """(chunk id, cosine) candidates, or (None, why not) when semantic search cannot answer."""
     light = semantic_state(config)  # off / unavailable decided without importing numpy
@@ -234,61 +230,21 @@ def _semantic_candidates(
         return None, f"semantic search {light['state']}: {light['hint']}"
     import rag_semantic
 
-    cache_dir = config.data_dir / SEMANTIC_CACHE
-    state = rag_semantic.semantic_state(
-        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
-    )
-    if state.state not in ("ready", "stale"):
-        return None, f"semantic search {state.state}: {state.hint}"
-    model_dir = light["model_dir"]
     # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
     log_path = config.logs_dir / "semantic-query.log"
     if read_only_reason(config):
         log_path = Path(os.devnull)
     try:
-        with _warm_lock:
-            worker = _warm_workers.get(model_dir)
-            if worker is None or not worker.is_running:
-                worker = rag_semantic.SemanticWorker(
-                    model_dir, log_path=log_path, cache_dir=cache_dir, idle_seconds=WARM_IDLE_S
-                )
-                _warm_workers[model_dir] = worker
-            hits = rag_semantic.query(
-                config.db_path,
-                model_dir,
-                query,
-                SEMANTIC_DEPTH,
-                cache_dir=cache_dir,
-                log_path=log_path,
-                worker=worker,
-                state=state,  # the model and generation just read: not read twice
-            )
+        hits = rag_semantic.query_candidates(
+            config, conn, query, light["model_dir"], filters, log_path
+        )
+    except rag_semantic.NotReadyError as exc:
+        return None, f"{exc.message}: {exc.hint}"
     except RagError as exc:  # the model, the query worker or the vector store
         return None, f"semantic search failed: {exc}"
     except OSError as exc:  # e.g. the model-hash cache cannot be saved on a read-only data dir
         return None, f"semantic search failed: {exc} (hint: check the data dir {config.data_dir})"
     return hits, None
-
-
-def _apply_filters(
-    conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: rag_search.Filters
-) -> list[tuple[int, float]]:
-    """The vector scan sees the whole index: keep the candidates the filters allow, never a
-    staging document (a big one being swapped in, or its old version being deleted)."""
-    if not hits:
-        return hits
-    where, params = filters.sql()
-    ids = [cid for cid, _ in hits]
-    allowed = {
-        row[0]
-        for row in conn.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where} "
-            f"AND {not_staging_sql('d')}",
-            (*ids, *params, *STAGING_RANGE),
-        )
-    }
-    return [(cid, score) for cid, score in hits if cid in allowed]
 
 
 # -- sync jobs ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -38,6 +39,7 @@ from helpers.safety import (
 )
 from helpers.text.chunking import CHUNK_SCHEME, build_sections
 from helpers.text.normalize import clean_text
+from rag_config import Config
 from rag_sync_write import (
     STAGING_PATH_PREFIX,
     TRUNCATED_NOTE,
@@ -398,3 +400,44 @@ def _check_unchanged_while_read(entry: FileEntry) -> None:
         raise ExtractionError(
             "file changed while being read", "it is read again on the next sync_kb"
         )
+
+
+# -- the extraction tools of one job ------------------------------------------------------------
+def ocr_options(config: Config) -> dict[str, object]:
+    """The OcrConfig fields for the extraction child (it builds its own OCR function)."""
+    return {
+        "langs": config.ocr_langs,
+        "tesseract_cmd": config.ocr_cmd,
+        "vlm_url": config.ocr_vlm_url,
+        "vlm_model": config.ocr_vlm_model,
+    }
+
+
+def build_extract_context(config: Config) -> ExtractContext:
+    """Limits from the config, plus OCR when an engine is installed."""
+    from helpers.ocr import engine as ocr
+
+    ocr_config = ocr.OcrConfig(**ocr_options(config))  # type: ignore[arg-type]
+    status = ocr.ocr_status(ocr_config)
+    return ExtractContext(
+        limits=ExtractLimits(max_file_bytes=config.max_file_bytes),
+        ocr=ocr.make_ocr_function(ocr_config) if status.available else None,
+        ocr_unavailable_hint=status.hint or "install tesseract-ocr",
+    )
+
+
+@contextmanager
+def extraction_tools(
+    config: Config, log_path: Path
+) -> Iterator[tuple[ExtractContext, SandboxedExtractor]]:
+    """The context (limits, OCR) and the sandboxed extraction child a sync job reads files
+    with; both are closed when the job ends, however it ends."""
+    ctx = build_extract_context(config)
+    sandbox = SandboxedExtractor(ctx.limits, ocr_options(config), log_path=log_path)
+    try:
+        yield ctx, sandbox
+    finally:
+        sandbox.close()
+        close_ocr = getattr(ctx.ocr, "close", None)
+        if close_ocr is not None:
+            close_ocr()  # harmless when unused; the extraction child closes the one that ran

@@ -21,12 +21,10 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
-from helpers.extract.blocks import ExtractContext, ExtractLimits
-from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
 from rag_errors import RagError
-from rag_sync import JobCancelled, sync_files
+from rag_sync import JobCancelled, extraction_tools, sync_files
 from rag_sync_write import FileProgress
 
 HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
@@ -259,31 +257,6 @@ def _finish(conn, job_id: str, state: str, message: str | None) -> None:  # type
         )
 
 
-def ocr_options(config: Config) -> dict[str, object]:
-    """The OcrConfig fields for the extraction child (it builds its own OCR function)."""
-    return {
-        "langs": config.ocr_langs,
-        "tesseract_cmd": config.ocr_cmd,
-        "vlm_url": config.ocr_vlm_url,
-        "vlm_model": config.ocr_vlm_model,
-    }
-
-
-def build_extract_context(config: Config) -> ExtractContext:
-    """Limits from the config, plus OCR when an engine is installed."""
-    from helpers.ocr import engine as ocr
-
-    limits = ExtractLimits(max_file_bytes=config.max_file_bytes)
-    ocr_config = ocr.OcrConfig(**ocr_options(config))  # type: ignore[arg-type]
-    status = ocr.ocr_status(ocr_config)
-    ocr_function = ocr.make_ocr_function(ocr_config) if status.available else None
-    return ExtractContext(
-        limits=limits,
-        ocr=ocr_function,
-        ocr_unavailable_hint=status.hint or "install tesseract-ocr",
-    )
-
-
 def run_job(config: Config, job_id: str) -> int:
     # The worker keeps rag_db's long busy timeout whatever --busy-timeout-s says: that setting
     # bounds how long a tool call waits; a sync must wait out a foreign lock, not fail.
@@ -301,22 +274,9 @@ def run_job(config: Config, job_id: str) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
-    ctx = build_extract_context(config)
-    sandbox = SandboxedExtractor(
-        ctx.limits,
-        ocr_options(config),
-        log_path=config.logs_dir / f"worker-{job_id}.log",
-    )
     try:
-        sync_files(
-            conn,
-            config.knowledge_dir,
-            scope,
-            ctx,
-            reporter,
-            reporter.counts,
-            sandbox,
-        )
+        with extraction_tools(config, config.logs_dir / f"worker-{job_id}.log") as (ctx, sandbox):
+            sync_files(conn, config.knowledge_dir, scope, ctx, reporter, reporter.counts, sandbox)
         reporter.check_cancel()
         reporter.on_phase("semantic")
         message = _semantic_phase(conn, config, reporter)
@@ -326,10 +286,6 @@ def run_job(config: Config, job_id: str) -> int:
     except Exception as exc:
         log.error("job %s failed: %s", job_id, traceback.format_exc())
         state, message = "failed", f"{type(exc).__name__}: {exc}"
-    sandbox.close()
-    close_ocr = getattr(ctx.ocr, "close", None)
-    if close_ocr is not None:
-        close_ocr()  # harmless when unused; the extraction child closes the one that ran
     reporter.stop()
     reporter.on_phase("done")
     reporter.flush(conn)
