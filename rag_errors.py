@@ -28,6 +28,13 @@ class NotFound(RagError):
     code = "not_found"
 
 
+class Forbidden(RagError):
+    """A path the service will not serve: outside the knowledge dir, hidden or sensitive, not a
+    document format, not a regular file."""
+
+    code = "forbidden"
+
+
 class SemanticUnavailable(InvalidArgument):
     """mode='semantic' was asked for and the semantic channel cannot answer (off, no model,
     not built yet, or the query worker failed); an InvalidArgument, so faces map it alike."""

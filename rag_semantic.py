@@ -28,6 +28,7 @@ from helpers.semantic.model import (
     ModelInfo,
     check_availability,
     discover_model_dir,
+    hf_hub_cache_root,
     load_model_info,
 )
 from rag_semantic_client import (
@@ -43,6 +44,7 @@ from rag_semantic_client import (
 )
 
 if TYPE_CHECKING:
+    from helpers.semantic.fetch import FetchResult
     from rag_config import Config
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "WorkerInfo",
     "WorkerTimeout",
     "build_generation",
+    "fetch_model",
     "latest_ready_generation",
     "query",
     "query_candidates",
@@ -577,3 +580,14 @@ def _allowed(
         )
     }
     return [(cid, score) for cid, score in hits if cid in allowed]
+
+
+def fetch_model(
+    cache_dir: Path | None, base_url: str, progress: Callable[[str, int, int | None], None]
+) -> FetchResult:
+    """Download the default model into the Hugging Face cache: the only code path that
+    downloads anything, and only on `rag_server.py model fetch`. FetchError on failure."""
+    from helpers.semantic import fetch
+
+    root = cache_dir or hf_hub_cache_root()
+    return fetch.fetch_model(root, base_url=base_url, progress=progress)

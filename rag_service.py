@@ -11,13 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import rag_documents
 import rag_jobs
@@ -27,6 +29,7 @@ from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_db import write_transaction
 from rag_errors import (
+    Forbidden,
     IndexMissing,
     InvalidArgument,
     NotFound,
@@ -35,8 +38,9 @@ from rag_errors import (
     storage_fault,
 )
 from rag_health import health, ocr_state, semantic_state
-from rag_jobs import JobView
+from rag_jobs import FINAL_STATES, JobView, progress_line
 from rag_results import SearchResult
+from rag_search import LEXICAL_CHANNELS
 from rag_storage import (
     check_config,
     read_conn,
@@ -54,10 +58,17 @@ SQLITE_MAX_INT = 2**63 - 1  # a date in year 2999 in nanoseconds overflows SQLit
 WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
 
-# The faces (rag_server, rag_cli, web_ui, main, rag_eval) import this module only: the health
-# and storage names they use are re-exported from rag_health and rag_storage.
+# The faces (rag_server, rag_cli, web_ui, main, rag_eval) import this module and the shared
+# config/error/result modules only (tests/test_architecture.py checks it): the job, channel,
+# health and storage names they use are re-exported here.
 __all__ = [
+    "FINAL_STATES",
+    "LEXICAL_CHANNELS",
+    "JobView",
     "RagError",
+    "fetch_model",
+    "open_original",
+    "progress_line",
     "InvalidArgument",
     "check_config",
     "read_only_reason",
@@ -507,3 +518,44 @@ def read_document(
             "pass a section_id from rag_search, or omit location to read from the start",
         )
     return result
+
+
+# -- originals and the model, for the faces --------------------------------------------------
+@contextmanager
+def open_original(config: Config, path: str | None) -> Iterator[tuple[BinaryIO, Path, int]]:
+    """(read-only handle, resolved path, size) of the original at `path`, for the console's
+    "open" link: inside the knowledge dir, not hidden or sensitive, a format the index reads,
+    and a regular file (Forbidden otherwise; NotFound when it does not exist)."""
+    if not path:
+        raise InvalidArgument("path is required", "pass a path from a search hit or the list")
+    try:
+        real = resolve_inside(config.knowledge_dir, path)
+    except PathRejected as exc:
+        raise Forbidden(exc.message, exc.hint) from exc
+    if real.suffix.lower() not in extractors.SUPPORTED_SUFFIXES:
+        raise Forbidden(
+            f"{path!r} is not a document format the index reads",
+            "only indexed document formats are served",
+        )
+    try:
+        # O_NOFOLLOW: a link swapped in after the check is still refused; O_NONBLOCK: a FIFO
+        # never hangs the thread (it fails the regular-file test below instead).
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise NotFound(f"{path!r} does not exist", "sync again: the file was removed") from exc
+    except OSError as exc:
+        raise Forbidden(f"{path!r} cannot be opened: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Forbidden(f"{path!r} is not a regular file")
+        yield handle, real, info.st_size
+
+
+def fetch_model(
+    cache_dir: str | None, base_url: str, progress: Callable[[str, int, int | None], None]
+) -> Any:
+    """Download the default semantic model into the Hugging Face cache (or `cache_dir`)."""
+    import rag_semantic  # numpy and the HTTP client only when asked
+
+    return rag_semantic.fetch_model(Path(cache_dir) if cache_dir else None, base_url, progress)
