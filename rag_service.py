@@ -1,4 +1,5 @@
-"""The service boundary: MCP tools, CLI, web console and eval call these functions and nothing else.
+"""The service boundary: MCP tools, CLI, web console and eval call these functions and nothing
+else below them (tests/test_architecture.py holds them to it).
 
 Validates every argument (tool input is untrusted; the configuration is not), opens the index
 per call (cheap, and safe across threads and processes), and starts the detached sync worker.

@@ -1,4 +1,5 @@
-"""Embedding subprocess: the only module that imports onnxruntime and sentencepiece.
+"""Embedding subprocess: the only module that imports onnxruntime and sentencepiece, and of
+ours only helpers/ (tests/test_architecture.py checks both).
 
     python semantic_worker.py --model-dir DIR [--threads N] [--idle-seconds S] [--cache-dir D]
 

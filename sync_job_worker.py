@@ -3,7 +3,8 @@
 Started by rag_service with start_new_session=True, so it outlives the MCP server that started
 it. It holds the sync lock for its whole life, keeps its job row current (progress, heartbeat)
 once a second from a side thread, and honours cancel between files, inside extraction and during
-cleanup. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
+cleanup. It drives rag_sync (which builds the extraction context, OCR and sandbox) and
+rag_semantic. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
 """
 
 from __future__ import annotations
