@@ -24,6 +24,7 @@ from helpers.extract.blocks import (
     ExtractionError,
     ExtractLimits,
     TextBlock,
+    file_too_large,
 )
 from helpers.extract.failures import extraction_failure
 from helpers.extract.registry import format_of
@@ -319,10 +320,7 @@ def _sync_one(
     """Index one file; returns (outcome, error message or None)."""
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:
-        reason = (
-            f"file is {entry.size / 1048576:.0f} MB, over the "
-            f"{limits.max_file_bytes / 1048576:.0f} MB limit (hint: raise --max-file-mb)"
-        )
+        reason = str(file_too_large(entry.size, limits.max_file_bytes))
         write_failure(conn, entry, "", reason)
         return "failed", reason
     try:

@@ -199,7 +199,9 @@ def test_a_corrupt_file_is_reported_and_the_job_goes_on(config: Config, knowledg
     assert view.counts["added"] == 3 and view.counts["failed"] == 2
     errors = {e["path"]: e["message"] for e in view.errors}
     assert "binary" in errors["binary.txt"].lower()
-    assert "limit" in errors["big.txt"]
+    # One size-cap rule and unit for the sync's check and the extractor's: MB of 2**20 bytes.
+    assert errors["big.txt"].startswith("file is 2.0 MB, over the 1 MB limit")
+    assert "--max-file-mb" in errors["big.txt"]
     listed = rag_service.list_documents(small_cap, status="failed")
     assert {i["path"] for i in listed["items"]} == {"binary.txt", "big.txt"}
     index_is_consistent(config.db_path)

@@ -96,9 +96,26 @@ class TextBlock:
     ocr: bool = False  # the text came from OCR (the OCR-fuzzy channel applies to it)
 
 
+# The one size-cap rule: --max-file-mb (RAGDOC_MAX_FILE_MB) counts MB of 2**20 bytes, and every
+# message about the cap uses the same unit.
+MB = 1024 * 1024
+DEFAULT_MAX_FILE_MB = 200  # a 200 MB PDF is a big manual; larger files are reported, not read
+
+
+def max_file_bytes(megabytes: int) -> int:
+    return megabytes * MB
+
+
+def file_too_large(size: int, limit_bytes: int) -> ExtractionError:
+    return ExtractionError(
+        f"file is {size / MB:.1f} MB, over the {limit_bytes / MB:.0f} MB limit",
+        "raise --max-file-mb (RAGDOC_MAX_FILE_MB) or split the file",
+    )
+
+
 @dataclass(frozen=True)
 class ExtractLimits:
-    max_file_bytes: int = 100 * 1024 * 1024  # per-file size cap; larger files are reported
+    max_file_bytes: int = max_file_bytes(DEFAULT_MAX_FILE_MB)  # larger files are reported
     max_decompressed_bytes: int = 512 * 1024 * 1024  # zip-bomb guard for OOXML/ODF/EPUB
     max_text_chars: int = 20_000_000  # stop extracting a single document past this
     max_line_chars: int = 1_000_000  # a single "line" longer than this is cut into pieces

@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
-from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
+from helpers.extract.blocks import (
+    BlockKind,
+    ExtractContext,
+    ExtractionError,
+    TextBlock,
+    file_too_large,
+)
 from helpers.extract.failures import extraction_failure
 
 log = logging.getLogger(__name__)
@@ -103,10 +109,7 @@ def _guarded_extract(module: str, path: Path, ctx: ExtractContext) -> Iterator[T
     except OSError as exc:
         raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
     if size > limits.max_file_bytes:
-        raise ExtractionError(
-            f"file is {size / 1e6:.1f} MB, over the {limits.max_file_bytes / 1e6:.0f} MB limit",
-            "raise ExtractLimits.max_file_bytes or split the file",
-        )
+        raise file_too_large(size, limits.max_file_bytes)
     blocks = _load(module)(path, ctx)
     emitted = 0
     try:
