@@ -228,7 +228,12 @@ def index_coverage(config: Config, golden: GoldenSet) -> dict[str, list[str]]:
         page = rag_service.list_documents(config, limit=LIST_PAGE, offset=offset)
         status.update({item["path"]: item["status"] for item in page["items"]})
         offset = page["next_offset"]
-    coverage: dict[str, list[str]] = {"missing": [], "failed": [], "needs_ocr": [], "stale": []}
+    coverage: dict[str, list[str]] = {
+        "missing": [],
+        "failed": [],
+        "needs_ocr": [],
+        "needs_reindex": [],
+    }
     relevant = sorted({r.path for q in golden.queries for r in q.relevant})
     for path in relevant:
         state = status.get(path)

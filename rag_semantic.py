@@ -107,7 +107,7 @@ class BuildResult:
 
 @dataclass(frozen=True)
 class SemanticState:
-    state: Literal["off", "unavailable", "not_built", "stale", "ready"]
+    state: Literal["off", "unavailable", "not_built", "outdated", "ready"]
     reason: str
     hint: str
     model_name: str | None
@@ -478,10 +478,10 @@ def semantic_state(
     *,
     check_chunks: bool = True,
 ) -> SemanticState:
-    """Health summary: off / unavailable / not_built / stale / ready, with the fix as a hint.
+    """Health summary: off / unavailable / not_built / outdated / ready, with the fix as a hint.
 
     `check_chunks` compares every chunk id and text hash with the generation (~0.1 s per 100k
-    chunks); without it only a model change is reported as stale. Pass a cache_dir: without
+    chunks); without it only a model change is reported as outdated. Pass a cache_dir: without
     one the model file is re-hashed on every call. Pass the result to `query(state=...)`.
     """
     generation = latest_ready_generation(conn)
@@ -505,10 +505,11 @@ def semantic_state(
     if generation is None:
         state, reason, hint = "not_built", "no semantic generation has been built", BUILD_HINT
     elif generation.fingerprint != model.fingerprint:
-        state, reason = "stale", f"vectors were built with another model ({generation.model_name})"
+        reason = f"vectors were built with another model ({generation.model_name})"
+        state = "outdated"
         hint = BUILD_HINT
     elif check_chunks and not _same_keys(_chunk_keys(conn), _generation_keys(conn, gen_id)):
-        state, reason, hint = "stale", "chunks changed since the last semantic build", BUILD_HINT
+        state, reason, hint = "outdated", "chunks changed since the last semantic build", BUILD_HINT
     return SemanticState(
         state, reason, hint, model.name, model.fingerprint, count, gen_id, model, generation
     )
@@ -539,7 +540,7 @@ def query_candidates(
     state = semantic_state(
         conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
     )
-    if state.state not in ("ready", "stale"):
+    if state.state not in ("ready", "outdated"):
         raise NotReadyError(f"semantic search {state.state}", state.hint)
     with _warm_lock:
         worker = _warm_workers.get(model_dir)

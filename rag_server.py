@@ -144,7 +144,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             str | None, Field(description="only files under this folder")
         ] = None,
         status: Annotated[
-            Literal["indexed", "failed", "needs_ocr", "stale"] | None,
+            Literal["indexed", "failed", "needs_ocr", "needs_reindex"] | None,
             Field(description="only files with this status"),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,

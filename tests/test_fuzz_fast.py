@@ -268,7 +268,9 @@ def test_read_returns_sections_or_a_typed_error_for_any_arguments(
 @settings(FAST, max_examples=80)
 @given(
     path_prefix=st.one_of(st.none(), TEXT),
-    status=st.one_of(st.none(), st.sampled_from(["indexed", "failed", "stale", "bogus"])),
+    status=st.one_of(
+        st.none(), st.sampled_from(["indexed", "failed", "needs_reindex", "stale", "bogus"])
+    ),
     limit=st.integers(-1, 1500),
     offset=st.integers(-1, 2**63 - 1),
     job_id=st.one_of(st.none(), TEXT),

@@ -370,7 +370,7 @@ def test_a_stale_ocr_document_keeps_its_text_while_the_ocr_engine_is_missing(
     assert warnings["board.png"].startswith("kept the previous OCR text: OCR engine unavailable")
     assert _search_paths(blind, "inventory checklist") == ["board.png"]
     listed = {i["path"]: i for i in rag_service.list_documents(blind)["items"]}
-    assert listed["board.png"]["status"] == "stale"  # re-read once the engine is back
+    assert listed["board.png"]["status"] == "needs_reindex"  # re-read once the engine is back
     view = run_sync(config)
     assert view.state == "succeeded" and view.counts["updated"] == 1 and not view.errors
     listed = {i["path"]: i for i in rag_service.list_documents(config)["items"]}
