@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from helpers.sqlite_read import BUSY_TIMEOUT_MS, closed_on_error, connect_read_only
+from helpers.sqlite_read import BUSY_TIMEOUT_MS, closed_on_error, connect_read_only, connect_uri
 from helpers.text.cjk import index_text
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
@@ -289,13 +289,7 @@ def connect(
     closed before the error propagates: left to the garbage collector it keeps the index, its
     WAL and -shm open, and a data dir on a full disk then cannot even be unmounted."""
     if readonly:
-        conn = sqlite3.connect(
-            f"{db_path.resolve().as_uri()}?mode=ro",
-            uri=True,
-            isolation_level=None,
-            timeout=busy_timeout_ms / 1000,
-            check_same_thread=False,
-        )
+        conn = connect_uri(f"{db_path.resolve().as_uri()}?mode=ro", busy_timeout_ms)
     else:
         conn = sqlite3.connect(
             str(db_path),

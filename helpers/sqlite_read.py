@@ -39,6 +39,17 @@ def immutable_is_safe(db_path: Path, exc: sqlite3.OperationalError) -> bool:
         return False
 
 
+def connect_uri(uri: str, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Autocommit (explicit BEGIN for writes), usable from any thread, waiting out locks."""
+    return sqlite3.connect(
+        uri,
+        uri=True,
+        isolation_level=None,
+        timeout=busy_timeout_ms / 1000,
+        check_same_thread=False,
+    )
+
+
 def connect_read_only(
     db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> sqlite3.Connection:
@@ -47,13 +58,7 @@ def connect_read_only(
     uri = db_path.resolve().as_uri()
     last: sqlite3.OperationalError | None = None
     for query in READ_ONLY_URI_QUERIES:
-        conn = sqlite3.connect(
-            f"{uri}?{query}",
-            uri=True,
-            isolation_level=None,
-            timeout=busy_timeout_ms / 1000,
-            check_same_thread=False,
-        )
+        conn = connect_uri(f"{uri}?{query}", busy_timeout_ms)
         try:
             with closed_on_error(conn):
                 conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()

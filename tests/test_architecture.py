@@ -144,26 +144,36 @@ def test_the_checker_sees_module_level_and_lazy_imports_and_reports_them():
     imports = _all_imports()
     assert any(i.lazy and i.target == "onnxruntime" for i in imports)  # semantic_worker's lazy one
     assert any(not i.lazy and i.module == "rag_server" and i.target == SERVICE for i in imports)
-    bad = [
-        Import("rag_cli", 1, "rag_jobs.FINAL_STATES", False),
-        Import("web_ui", 2, "helpers.safety.resolve_inside", True),
-        Import("helpers.semantic.vector_pack", 3, "rag_db.connect_read_only", True),
-        Import("semantic_worker", 4, "rag_semantic_client.LineReader", False),
-        Import("sync_job_worker", 5, "helpers.extract.sandbox.SandboxedExtractor", False),
-        Import("rag_search", 6, "onnxruntime", True),
-        Import("rag_service", 7, "helpers.lexical.common.STAGING_RANGE", False),
-        Import("rag_eval", 8, "rag_cli.progress_line", False),
-        Import("rag_sync", 9, "rag_service", False),
-    ]
+    # "module: target", with "lazily" for an import inside a function: one per rule.
+    bad = _parsed(
+        "rag_cli: rag_jobs.FINAL_STATES",
+        "web_ui lazily: helpers.safety.resolve_inside",
+        "helpers.semantic.vector_pack lazily: rag_db.connect_read_only",
+        "semantic_worker: rag_semantic_client.LineReader",
+        "sync_job_worker: helpers.extract.sandbox.SandboxedExtractor",
+        "rag_search lazily: onnxruntime",
+        "rag_service: helpers.lexical.common.STAGING_RANGE",
+        "rag_eval: rag_cli.progress_line",
+        "rag_sync: rag_service",
+    )
     reported = violations(bad)
     assert len(reported) == len(bad), reported
     assert "web_ui.py:2 (inside a function) imports helpers.safety.resolve_inside" in reported[1]
-    fine = [
-        Import("rag_server", 1, "rag_cli", True),
-        Import("main", 2, "web_ui", False),
-        Import("rag_eval", 3, "helpers.eval_metrics.QueryOutcome", False),
-        Import("rag_cli", 4, "rag_errors.RagError", False),
-        Import("rag_errors", 5, "helpers.errors.RagError", False),
-        Import("semantic_worker", 6, "helpers.semantic.lines.LineReader", False),
-    ]
+    fine = _parsed(
+        "rag_server lazily: rag_cli",
+        "main: web_ui",
+        "rag_eval: helpers.eval_metrics.QueryOutcome",
+        "rag_cli: rag_errors.RagError",
+        "rag_errors: helpers.errors.RagError",
+        "semantic_worker: helpers.semantic.lines.LineReader",
+    )
     assert violations(fine) == []
+
+
+def _parsed(*specs: str) -> list[Import]:
+    out = []
+    for line, spec in enumerate(specs, 1):
+        source, target = spec.split(": ")
+        module, _, lazy = source.partition(" ")
+        out.append(Import(module, line, target, lazy == "lazily"))
+    return out
