@@ -11,10 +11,9 @@ from typing import Any
 import rag_service
 from rag_config import Config
 from rag_errors import RagError
-from rag_jobs import FINAL_STATES, JobView
+from rag_service import FINAL_STATES, JobView, progress_line
 
 DEMO_QUERIES = ("invoice payment terms", "отчёт о продажах", "การประชุม", "budget.csv")
-BAR_WIDTH = 30
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,19 +55,6 @@ def _parser() -> argparse.ArgumentParser:
 
 def _emit(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
-def progress_line(view: JobView) -> str:
-    filled = int(BAR_WIDTH * view.percent / 100)
-    bar = "#" * filled + "-" * (BAR_WIDTH - filled)
-    eta = f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
-    current = f" {view.current_file}" if view.current_file else ""
-    semantic = view.semantic or {}
-    if view.phase == "semantic" and semantic.get("total"):
-        done = f"{semantic['done']}/{semantic['total']} texts embedded"
-    else:
-        done = f"{view.completed_files}/{view.total_files} files"
-    return f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} {done}{eta}{current}"
 
 
 def _print_progress(view: JobView) -> None:
@@ -196,12 +182,6 @@ def _demo(config: Config) -> int:
 
 def _model_fetch(args: argparse.Namespace) -> int:
     """The only code path that downloads anything, and only when the user asks for it."""
-    from pathlib import Path
-
-    from helpers.semantic import fetch as model_fetch
-    from helpers.semantic import model as semantic_model
-
-    cache = Path(args.cache_dir) if args.cache_dir else semantic_model.hf_hub_cache_root()
 
     def show(name: str, done: int, total: int | None) -> None:
         size = f"{done / 1e6:.1f}/{total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
@@ -209,9 +189,9 @@ def _model_fetch(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     try:
-        result = model_fetch.fetch_model(cache, base_url=args.base_url, progress=show)
-    except model_fetch.FetchError as exc:
-        sys.stderr.write(f"\nerror: {exc} (hint: {exc.hint})\n")
+        result = rag_service.fetch_model(args.cache_dir, args.base_url, show)
+    except RagError as exc:
+        sys.stderr.write(f"\nerror: {exc}\n")
         return 2
     sys.stderr.write("\n")
     print(f"model ready in {result.model_dir} ({result.downloaded_bytes / 1e6:.1f} MB downloaded)")

@@ -12,6 +12,8 @@ import sqlite3
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from helpers.extract.blocks import DEFAULT_MAX_FILE_MB, max_file_bytes
+
 REPO_DIR = Path(__file__).resolve().parent
 
 
@@ -38,7 +40,6 @@ PATH_HASH_CHARS = 10  # of sha256: 40 bits, no collision between one user's fold
 LEGACY_MATCH_SAMPLE = 50  # indexed paths checked when deciding if state/ is this folder's index
 DB_FILENAME = "index.sqlite3"
 # Large enough for real manuals and decks; an accidental disk image or video is refused fast.
-DEFAULT_MAX_FILE_MB = 200
 # Writers hold the SQLite lock for one document at a time (well under a second); 30 s lets a
 # cancel or a second sync_kb queue behind a slow document before it is reported as busy.
 DEFAULT_BUSY_TIMEOUT_S = 30.0
@@ -52,7 +53,7 @@ class Config:
     db_path: Path
     semantic: bool = True  # try semantic search when a model is found
     semantic_model_dir: Path | None = None
-    max_file_bytes: int = DEFAULT_MAX_FILE_MB * 1024 * 1024
+    max_file_bytes: int = max_file_bytes(DEFAULT_MAX_FILE_MB)
     ocr_langs: str = "eng+tha+rus"
     ocr_cmd: str = "tesseract"
     ocr_vlm_url: str | None = None
@@ -179,7 +180,7 @@ def config_from_args(args: argparse.Namespace, demo: bool = False) -> Config:
         db_path=Path(db).expanduser().resolve() if db else data / DB_FILENAME,
         semantic=(pick("semantic", "SEMANTIC") or "on") == "on",
         semantic_model_dir=Path(model_dir).expanduser().resolve() if model_dir else None,
-        max_file_bytes=max_mb * 1024 * 1024,
+        max_file_bytes=max_file_bytes(max_mb),
         ocr_langs=pick("ocr_langs", "OCR_LANGS") or "eng+tha+rus",
         ocr_cmd=pick("ocr_cmd", "OCR_CMD") or "tesseract",
         ocr_vlm_url=pick("ocr_vlm_url", "OCR_VLM_URL"),

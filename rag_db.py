@@ -8,23 +8,16 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from helpers.sqlite_read import BUSY_TIMEOUT_MS, closed_on_error, connect_read_only, connect_uri
 from helpers.text.cjk import index_text
+
+__all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
 SCHEMA_VERSION = 4
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
 # rag_jobs; chunks_cjk, see lexical_cjk).
 READABLE_FROM_VERSION = 2
-# Writers hold the lock for one small document or one batch of a big one (about a second,
-# rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
-# behind a slow batch instead of failing with "database is locked".
-BUSY_TIMEOUT_MS = 30_000
-# Read-only opening, in order: mode=ro reads a live WAL index (it needs the -shm file, or the
-# right to create it); immutable=1 skips locking and the -shm, safe only while nobody writes, so
-# it is tried only when mode=ro cannot open: no -shm exists (no writer is running) and none can
-# be made here (a read-only mount or folder after a clean close).
-READ_ONLY_URI_QUERIES = ("mode=ro", "mode=ro&immutable=1")
-
 _MIGRATIONS: dict[int, str] = {
     1: """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -296,13 +289,7 @@ def connect(
     closed before the error propagates: left to the garbage collector it keeps the index, its
     WAL and -shm open, and a data dir on a full disk then cannot even be unmounted."""
     if readonly:
-        conn = sqlite3.connect(
-            f"{db_path.resolve().as_uri()}?mode=ro",
-            uri=True,
-            isolation_level=None,
-            timeout=busy_timeout_ms / 1000,
-            check_same_thread=False,
-        )
+        conn = connect_uri(f"{db_path.resolve().as_uri()}?mode=ro", busy_timeout_ms)
     else:
         conn = sqlite3.connect(
             str(db_path),
@@ -318,65 +305,6 @@ def connect(
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
     return conn
-
-
-_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
-
-
-def _immutable_is_safe(db_path: Path, exc: sqlite3.OperationalError) -> bool:
-    """immutable=1 ignores the WAL and takes no locks: only right when mode=ro could not set up
-    its shared memory (no write access, a full disk) and no committed page waits in the WAL."""
-    code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
-    if code in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        return False
-    wal = db_path.with_name(db_path.name + "-wal")
-    try:
-        return wal.stat().st_size == 0
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-
-
-def connect_read_only(
-    db_path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS
-) -> sqlite3.Connection:
-    """A connection that never writes (query_only), opened as READ_ONLY_URI_QUERIES say. The
-    schema is read once before it is returned; a connection that fails is closed."""
-    uri = db_path.resolve().as_uri()
-    last: sqlite3.OperationalError | None = None
-    for query in READ_ONLY_URI_QUERIES:
-        conn = sqlite3.connect(
-            f"{uri}?{query}",
-            uri=True,
-            isolation_level=None,
-            timeout=busy_timeout_ms / 1000,
-            check_same_thread=False,
-        )
-        try:
-            with closed_on_error(conn):
-                conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-                conn.row_factory = sqlite3.Row
-                conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-                conn.execute("PRAGMA query_only = ON")
-        except sqlite3.OperationalError as exc:  # e.g. "unable to open database file" (-shm)
-            last = exc
-            if not _immutable_is_safe(db_path, exc):
-                raise  # busy or I/O trouble: an immutable read could miss committed rows
-            continue
-        return conn
-    assert last is not None
-    raise last
-
-
-@contextmanager
-def closed_on_error(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """Close `conn` when the block fails, then let the error go on."""
-    try:
-        yield conn
-    except BaseException:
-        conn.close()
-        raise
 
 
 @contextmanager

@@ -22,7 +22,9 @@ LIST_SORT_COLUMNS = {
     "status": "status",
     "format": "format",
 }
-STATUSES = ("indexed", "failed", "needs_ocr", "stale")
+# needs_reindex: indexed with an older chunking scheme (the next sync re-reads it); a search
+# hit is `stale` instead when its file changed since it was indexed.
+STATUSES = ("indexed", "failed", "needs_ocr", "needs_reindex")
 READ_MAX_CHARS = 40_000  # one read stays well inside an agent's context; `next_offset` continues
 
 
@@ -47,7 +49,7 @@ def list_documents(
     if query.path_prefix:
         clauses.append("(path = ? OR path LIKE ? ESCAPE '\\')")
         params += [query.path_prefix, scope_like_pattern(query.path_prefix)]
-    if query.status == "stale":
+    if query.status == "needs_reindex":
         clauses.append("chunk_scheme != ?")
         params.append(CHUNK_SCHEME)
     elif query.status:
@@ -78,7 +80,7 @@ def list_documents(
 def _document_dict(row: sqlite3.Row, knowledge_dir: Path) -> dict[str, Any]:
     status = row["status"]
     if status != "failed" and row["chunk_scheme"] != CHUNK_SCHEME:
-        status = "stale"
+        status = "needs_reindex"
     return {
         "path": row["path"],
         "display_path": row["path"],

@@ -6,22 +6,10 @@ import errno
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
 
+from helpers.errors import RagError
 
-class RagError(Exception):
-    code = "error"
-
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return f"{self.message} — hint: {self.hint}" if self.hint else self.message
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"error": self.code, "message": self.message, "hint": self.hint}
+__all__ = ["RagError"]  # the one base (helpers/errors.py), re-exported for the service and faces
 
 
 class InvalidArgument(RagError):
@@ -40,7 +28,17 @@ class NotFound(RagError):
     code = "not_found"
 
 
-class SemanticUnavailable(RagError):
+class Forbidden(RagError):
+    """A path the service will not serve: outside the knowledge dir, hidden or sensitive, not a
+    document format, not a regular file."""
+
+    code = "forbidden"
+
+
+class SemanticUnavailable(InvalidArgument):
+    """mode='semantic' was asked for and the semantic channel cannot answer (off, no model,
+    not built yet, or the query worker failed); an InvalidArgument, so faces map it alike."""
+
     code = "semantic_unavailable"
 
 

@@ -23,11 +23,9 @@ from typing import Any
 import rag_service
 from helpers import eval_metrics
 from helpers.eval_metrics import QueryOutcome
-from rag_cli import progress_line
 from rag_config import Config, add_config_arguments, config_from_args
 from rag_errors import IndexMissing, RagError
-from rag_jobs import FINAL_STATES, JobView
-from rag_search import LEXICAL_CHANNELS
+from rag_service import FINAL_STATES, LEXICAL_CHANNELS, JobView, progress_line
 
 EXIT_OK = 0
 EXIT_BELOW_FLOOR = 1
@@ -250,7 +248,12 @@ def index_coverage(config: Config, golden: GoldenSet) -> dict[str, list[str]]:
         page = rag_service.list_documents(config, limit=LIST_PAGE, offset=offset)
         status.update({item["path"]: item["status"] for item in page["items"]})
         offset = page["next_offset"]
-    coverage: dict[str, list[str]] = {"missing": [], "failed": [], "needs_ocr": [], "stale": []}
+    coverage: dict[str, list[str]] = {
+        "missing": [],
+        "failed": [],
+        "needs_ocr": [],
+        "needs_reindex": [],
+    }
     relevant = sorted({r.path for q in golden.queries for r in q.relevant})
     for path in relevant:
         state = status.get(path)

@@ -45,7 +45,7 @@ LAST_JOB_KEYS = (
 
 
 def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> dict[str, Any]:
-    """off / unavailable / not_built / stale / ready, with the fix, the model and vector count."""
+    """off / unavailable / not_built / outdated / ready, with the fix, model and vector count."""
     from helpers.semantic import model as semantic_model
 
     cache_dir = config.data_dir / SEMANTIC_CACHE
@@ -109,7 +109,7 @@ def health(config: Config) -> dict[str, Any]:
         "documents": {},
         "sections": 0,
         "chunks": 0,
-        "stale_documents": 0,
+        "needs_reindex_documents": 0,
         "last_job": None,
         "semantic": {},
         "ocr": _safe(lambda: ocr_state(config)),
@@ -215,13 +215,14 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
             report[key] -= conn.execute(
                 f"{table_sql} WHERE document_id IN ({marks})", staging
             ).fetchone()[0]
-    report["stale_documents"] = conn.execute(
+    report["needs_reindex_documents"] = conn.execute(
         f"SELECT COUNT(*) FROM documents WHERE chunk_scheme != ? AND {NOT_STAGING}",
         (CHUNK_SCHEME, *STAGING_RANGE),
     ).fetchone()[0]
-    if report["stale_documents"]:
+    if report["needs_reindex_documents"]:
         report["warnings"].append(
-            f"{report['stale_documents']} documents use an older chunking scheme: run sync_kb"
+            f"{report['needs_reindex_documents']} documents use an older chunking scheme: "
+            "run sync_kb"
         )
     if by_status.get("failed"):
         report["warnings"].append(f"{by_status['failed']} files failed to index: see rag_list")

@@ -363,3 +363,20 @@ def _eta(row: sqlite3.Row) -> float | None:
     if fraction <= 0.01 or elapsed <= 0:
         return None
     return max(0.0, elapsed * (1 - fraction) / fraction)
+
+
+# -- one line of progress (the terminal sync and rag_eval --sync print it) ----------------------
+PROGRESS_BAR_WIDTH = 30
+
+
+def progress_line(view: JobView) -> str:
+    filled = int(PROGRESS_BAR_WIDTH * view.percent / 100)
+    bar = "#" * filled + "-" * (PROGRESS_BAR_WIDTH - filled)
+    eta = f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
+    current = f" {view.current_file}" if view.current_file else ""
+    semantic = view.semantic or {}
+    if view.phase == "semantic" and semantic.get("total"):
+        done = f"{semantic['done']}/{semantic['total']} texts embedded"
+    else:
+        done = f"{view.completed_files}/{view.total_files} files"
+    return f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} {done}{eta}{current}"

@@ -101,7 +101,7 @@ class DocumentOut(_Out):
     modified_ns: int
     sections: int
     chunks: int
-    status: str = Field(description="indexed | failed | needs_ocr | stale")
+    status: str = Field(description="indexed | failed | needs_ocr | needs_reindex")
     error: str | None
     ocr: bool
     ocr_engine: str | None
@@ -156,7 +156,7 @@ class HealthOut(_Out):
     documents: dict[str, int]
     sections: int
     chunks: int
-    stale_documents: int
+    needs_reindex_documents: int
     last_job: dict[str, Any] | None
     semantic: dict[str, Any]
     ocr: dict[str, Any]

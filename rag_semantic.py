@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 import rag_db
+from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
 from helpers.semantic import vector_pack
 from helpers.semantic.model import (
     FETCH_HINT,
@@ -26,6 +28,7 @@ from helpers.semantic.model import (
     ModelInfo,
     check_availability,
     discover_model_dir,
+    hf_hub_cache_root,
     load_model_info,
 )
 from rag_semantic_client import (
@@ -41,6 +44,7 @@ from rag_semantic_client import (
 )
 
 if TYPE_CHECKING:
+    from helpers.semantic.fetch import FetchResult
     from rag_config import Config
 
 __all__ = [
@@ -56,8 +60,10 @@ __all__ = [
     "WorkerInfo",
     "WorkerTimeout",
     "build_generation",
+    "fetch_model",
     "latest_ready_generation",
     "query",
+    "query_candidates",
     "semantic_state",
     "sync_phase",
 ]
@@ -101,7 +107,7 @@ class BuildResult:
 
 @dataclass(frozen=True)
 class SemanticState:
-    state: Literal["off", "unavailable", "not_built", "stale", "ready"]
+    state: Literal["off", "unavailable", "not_built", "outdated", "ready"]
     reason: str
     hint: str
     model_name: str | None
@@ -472,10 +478,10 @@ def semantic_state(
     *,
     check_chunks: bool = True,
 ) -> SemanticState:
-    """Health summary: off / unavailable / not_built / stale / ready, with the fix as a hint.
+    """Health summary: off / unavailable / not_built / outdated / ready, with the fix as a hint.
 
     `check_chunks` compares every chunk id and text hash with the generation (~0.1 s per 100k
-    chunks); without it only a model change is reported as stale. Pass a cache_dir: without
+    chunks); without it only a model change is reported as outdated. Pass a cache_dir: without
     one the model file is re-hashed on every call. Pass the result to `query(state=...)`.
     """
     generation = latest_ready_generation(conn)
@@ -499,10 +505,90 @@ def semantic_state(
     if generation is None:
         state, reason, hint = "not_built", "no semantic generation has been built", BUILD_HINT
     elif generation.fingerprint != model.fingerprint:
-        state, reason = "stale", f"vectors were built with another model ({generation.model_name})"
+        reason = f"vectors were built with another model ({generation.model_name})"
+        state = "outdated"
         hint = BUILD_HINT
     elif check_chunks and not _same_keys(_chunk_keys(conn), _generation_keys(conn, gen_id)):
-        state, reason, hint = "stale", "chunks changed since the last semantic build", BUILD_HINT
+        state, reason, hint = "outdated", "chunks changed since the last semantic build", BUILD_HINT
     return SemanticState(
         state, reason, hint, model.name, model.fingerprint, count, gen_id, model, generation
     )
+
+
+# -- the service's query side: warm workers, candidates, filters ---------------------------------
+# A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
+# and exits by itself after this many idle seconds; the ML runtime never enters the server.
+WARM_IDLE_S = 300.0
+SEMANTIC_DEPTH = 100  # candidates the semantic channel contributes to fusion
+_warm_lock = threading.Lock()
+_warm_workers: dict[Path, SemanticWorker] = {}
+
+
+def query_candidates(
+    config: Config,
+    conn: sqlite3.Connection,
+    query_text: str,
+    model_dir: Path,
+    filters: Filters,
+    log_path: Path,
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine) candidates the filters allow, from this model's warm worker.
+
+    Raises NotReadyError when the vectors of the current model are not built, and the model's,
+    worker's or vector store's RagError otherwise."""
+    cache_dir = config.data_dir / CACHE_SUBDIR
+    state = semantic_state(
+        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
+    )
+    if state.state not in ("ready", "outdated"):
+        raise NotReadyError(f"semantic search {state.state}", state.hint)
+    with _warm_lock:
+        worker = _warm_workers.get(model_dir)
+        if worker is None or not worker.is_running:
+            worker = SemanticWorker(
+                model_dir, log_path=log_path, cache_dir=cache_dir, idle_seconds=WARM_IDLE_S
+            )
+            _warm_workers[model_dir] = worker
+        hits = query(
+            config.db_path,
+            model_dir,
+            query_text,
+            SEMANTIC_DEPTH,
+            cache_dir=cache_dir,
+            log_path=log_path,
+            worker=worker,
+            state=state,  # the model and generation just read: not read twice
+        )
+    return _allowed(conn, hits, filters)
+
+
+def _allowed(
+    conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: Filters
+) -> list[tuple[int, float]]:
+    """The vector scan sees the whole index: keep the candidates the filters allow, never a
+    staging document (a big one being swapped in, or its old version being deleted)."""
+    if not hits:
+        return hits
+    where, params = filters.sql()
+    ids = [cid for cid, _ in hits]
+    allowed = {
+        row[0]
+        for row in conn.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where} "
+            f"AND {not_staging_sql('d')}",
+            (*ids, *params, *STAGING_RANGE),
+        )
+    }
+    return [(cid, score) for cid, score in hits if cid in allowed]
+
+
+def fetch_model(
+    cache_dir: Path | None, base_url: str, progress: Callable[[str, int, int | None], None]
+) -> FetchResult:
+    """Download the default model into the Hugging Face cache: the only code path that
+    downloads anything, and only on `rag_server.py model fetch`. FetchError on failure."""
+    from helpers.semantic import fetch
+
+    root = cache_dir or hf_hub_cache_root()
+    return fetch.fetch_model(root, base_url=base_url, progress=progress)

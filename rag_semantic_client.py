@@ -2,7 +2,8 @@
 
 No ML import here (numpy only, to decode vectors). Every failure becomes a typed
 `SemanticError` whose hint names the worker log, so callers never see a raw pipe error.
-The worker reads its requests with `LineReader`, the other end of the same line framing.
+The worker reads its requests with `helpers/semantic/lines.LineReader`, the other end of the
+same line framing.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 import queue
-import select
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from typing import IO, Any, Literal
 
 import numpy as np
 
+from helpers.errors import RagError
 from helpers.semantic import vector_pack
 
 WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
@@ -31,17 +31,14 @@ DEFAULT_THREADS = 2  # the target machines have 2 cores
 # tokens on 2 cores); generous for slow or busy machines, short enough to notice a hung worker.
 DEFAULT_TIMEOUT_S = 120.0
 CLOSE_WAIT_S = 5.0  # a worker asked to quit exits at once; after this it is killed
-MAX_LINE_BYTES = 64 * 1024 * 1024  # one request line; a runaway client cannot exhaust memory
 
 Kind = Literal["passage", "query"]
 
 
-class SemanticError(Exception):
+class SemanticError(RagError):
     """Base of the semantic channel's errors; `hint` says what to do."""
 
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
+    code = "semantic_failed"
 
 
 class WorkerError(SemanticError):
@@ -247,37 +244,3 @@ def _pump_lines(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
     finally:
         lines.put(None)
         stream.close()
-
-
-class LineTooLong(ValueError):
-    """A request line past MAX_LINE_BYTES."""
-
-
-class LineReader:
-    """Lines from a file descriptor with an idle timeout (select + os.read: no hidden buffer)."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.buffer = bytearray()
-        self.eof = False
-
-    def readline(self, timeout: float | None) -> bytes | None:
-        """A line without its newline; None on EOF or when `timeout` seconds pass idle."""
-        scanned = 0  # bytes already searched for a newline: long lines stay linear
-        while (newline := self.buffer.find(b"\n", scanned)) < 0:
-            if self.eof:
-                rest = bytes(self.buffer)
-                self.buffer.clear()
-                return rest or None
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
-                return None
-            data = os.read(self.fd, 1 << 16)
-            self.eof = not data
-            scanned = len(self.buffer)
-            self.buffer += data
-            if len(self.buffer) > MAX_LINE_BYTES:
-                raise LineTooLong(f"request line longer than {MAX_LINE_BYTES} bytes")
-        line = bytes(self.buffer[:newline])
-        del self.buffer[: newline + 1]
-        return line

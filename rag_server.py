@@ -58,13 +58,14 @@ def build_instructions(config: Config) -> str:
 
 
 def _call(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """Service errors become MCP tool errors with the hint in the message."""
+    """Service errors become MCP tool errors that keep the code: `[code] message — hint: …`
+    (an MCP error result carries text only; the console sends the same three as JSON)."""
     from fastmcp.exceptions import ToolError
 
     try:
         return fn(*args, **kwargs)
     except RagError as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(exc.tool_text()) from exc
 
 
 def build_server(config: Config):  # type: ignore[no-untyped-def]
@@ -150,7 +151,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             str | None, Field(description="only files under this folder")
         ] = None,
         status: Annotated[
-            Literal["indexed", "failed", "needs_ocr", "stale"] | None,
+            Literal["indexed", "failed", "needs_ocr", "needs_reindex"] | None,
             Field(description="only files with this status"),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,

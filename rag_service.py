@@ -1,4 +1,5 @@
-"""The service boundary: MCP tools, CLI, web console and eval call these functions and nothing else.
+"""The service boundary: MCP tools, CLI, web console and eval call these functions and nothing
+else below them (tests/test_architecture.py holds them to it).
 
 Validates every argument (tool input is untrusted; the configuration is not), opens the index
 per call (cheap, and safe across threads and processes), and starts the detached sync worker.
@@ -11,26 +12,36 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import rag_documents
 import rag_jobs
 import rag_search
 from helpers.extract import registry as extractors
-from helpers.lexical.common import STAGING_RANGE, not_staging_sql
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_db import write_transaction
-from rag_errors import IndexMissing, InvalidArgument, NotFound, RagError, storage_fault
-from rag_health import SEMANTIC_CACHE, health, ocr_state, semantic_state
-from rag_jobs import JobView
+from rag_errors import (
+    Forbidden,
+    IndexMissing,
+    InvalidArgument,
+    NotFound,
+    RagError,
+    SemanticUnavailable,
+    storage_fault,
+)
+from rag_health import health, ocr_state, semantic_state
+from rag_jobs import FINAL_STATES, JobView, progress_line
 from rag_results import SearchResult
+from rag_search import LEXICAL_CHANNELS
 from rag_storage import (
     check_config,
     read_conn,
@@ -49,10 +60,17 @@ WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
 WAIT_SECONDS_MAX = 30.0  # a sync_status wait stays under clients' usual 60 s request timeout
 
-# The faces (rag_server, rag_cli, web_ui, main, rag_eval) import this module only: the health
-# and storage names they use are re-exported from rag_health and rag_storage.
+# The faces (rag_server, rag_cli, web_ui, main, rag_eval) import this module and the shared
+# config/error/result modules only (tests/test_architecture.py checks it): the job, channel,
+# health and storage names they use are re-exported here.
 __all__ = [
+    "FINAL_STATES",
+    "LEXICAL_CHANNELS",
+    "JobView",
     "RagError",
+    "fetch_model",
+    "open_original",
+    "progress_line",
     "InvalidArgument",
     "check_config",
     "read_only_reason",
@@ -143,7 +161,7 @@ def validate_search_args(
     try:
         prefix = normalize_user_path(path_prefix) if path_prefix else ""
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     return query.strip(), prefix
 
 
@@ -198,13 +216,11 @@ def _search(
     try:
         semantic_hits = None
         if mode in ("hybrid", "semantic"):
-            semantic_hits, why_not = _semantic_candidates(config, conn, query)
+            semantic_hits, why_not = _semantic_candidates(config, conn, query, filters)
             if why_not and mode == "semantic":
-                raise InvalidArgument(why_not, "use mode='lexical', or enable semantic search")
+                raise SemanticUnavailable(why_not, "use mode='lexical', or enable semantic search")
             if why_not:
                 warnings.append(f"{why_not} — lexical results only")
-            elif semantic_hits is not None:
-                semantic_hits = _apply_filters(conn, semantic_hits, filters)
         options = rag_search.SearchOptions(
             top_k=top_k,
             filters=filters,
@@ -219,79 +235,30 @@ def _search(
 
 
 # -- semantic channel -------------------------------------------------------------------------
-# A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
-# and exits by itself after this many idle seconds; the ML runtime never enters this process.
-WARM_IDLE_S = 300.0
-SEMANTIC_DEPTH = 100  # candidates the semantic channel contributes to fusion
-_warm_lock = threading.Lock()
-_warm_workers: dict[Path, Any] = {}
-
-
 def _semantic_candidates(
-    config: Config, conn: sqlite3.Connection, query: str
+    config: Config, conn: sqlite3.Connection, query: str, filters: rag_search.Filters
 ) -> tuple[list[tuple[int, float]] | None, str | None]:
     """(chunk id, cosine) candidates, or (None, why not) when semantic search cannot answer."""
     light = semantic_state(config)  # off / unavailable decided without importing numpy
     if light["state"] != "ready":
         return None, f"semantic search {light['state']}: {light['hint']}"
     import rag_semantic
-    from helpers.semantic.model import ModelError
 
-    cache_dir = config.data_dir / SEMANTIC_CACHE
-    state = rag_semantic.semantic_state(
-        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
-    )
-    if state.state not in ("ready", "stale"):
-        return None, f"semantic search {state.state}: {state.hint}"
-    model_dir = light["model_dir"]
     # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
     log_path = config.logs_dir / "semantic-query.log"
     if read_only_reason(config):
         log_path = Path(os.devnull)
     try:
-        with _warm_lock:
-            worker = _warm_workers.get(model_dir)
-            if worker is None or not worker.is_running:
-                worker = rag_semantic.SemanticWorker(
-                    model_dir, log_path=log_path, cache_dir=cache_dir, idle_seconds=WARM_IDLE_S
-                )
-                _warm_workers[model_dir] = worker
-            hits = rag_semantic.query(
-                config.db_path,
-                model_dir,
-                query,
-                SEMANTIC_DEPTH,
-                cache_dir=cache_dir,
-                log_path=log_path,
-                worker=worker,
-                state=state,  # the model and generation just read: not read twice
-            )
-    except (rag_semantic.SemanticError, ModelError) as exc:
-        return None, f"semantic search failed: {exc} (hint: {exc.hint})"
+        hits = rag_semantic.query_candidates(
+            config, conn, query, light["model_dir"], filters, log_path
+        )
+    except rag_semantic.NotReadyError as exc:
+        return None, f"{exc.message}: {exc.hint}"
+    except RagError as exc:  # the model, the query worker or the vector store
+        return None, f"semantic search failed: {exc}"
     except OSError as exc:  # e.g. the model-hash cache cannot be saved on a read-only data dir
         return None, f"semantic search failed: {exc} (hint: check the data dir {config.data_dir})"
     return hits, None
-
-
-def _apply_filters(
-    conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: rag_search.Filters
-) -> list[tuple[int, float]]:
-    """The vector scan sees the whole index: keep the candidates the filters allow, never a
-    staging document (a big one being swapped in, or its old version being deleted)."""
-    if not hits:
-        return hits
-    where, params = filters.sql()
-    ids = [cid for cid, _ in hits]
-    allowed = {
-        row[0]
-        for row in conn.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where} "
-            f"AND {not_staging_sql('d')}",
-            (*ids, *params, *STAGING_RANGE),
-        )
-    }
-    return [(cid, score) for cid, score in hits if cid in allowed]
 
 
 # -- sync jobs ---------------------------------------------------------------------------------
@@ -326,7 +293,7 @@ def _sync_scope(config: Config, path: str | None) -> str:
         scope = normalize_user_path(path)
         target = resolve_inside(config.knowledge_dir, scope)
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     if not target.is_dir():
         raise InvalidArgument(f"{path!r} is not a folder inside the knowledge dir")
     return scope
@@ -545,7 +512,7 @@ def list_documents(
     try:
         prefix = normalize_user_path(path_prefix) if path_prefix else ""
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     query = rag_documents.ListQuery(
         path_prefix=prefix,
         status=status,
@@ -576,7 +543,7 @@ def read_document(
     try:
         rel = normalize_user_path(path)
     except PathRejected as exc:
-        raise InvalidArgument(str(exc), exc.hint) from exc
+        raise InvalidArgument(exc.message, exc.hint) from exc
     if not 0 <= before <= 20 or not 0 <= after <= 20:
         raise InvalidArgument("before and after must be between 0 and 20")
     if not 0 <= offset <= LIST_OFFSET_MAX:
@@ -620,3 +587,44 @@ def read_document(
             "pass a section_id from rag_search, or omit location to read from the start",
         )
     return result
+
+
+# -- originals and the model, for the faces --------------------------------------------------
+@contextmanager
+def open_original(config: Config, path: str | None) -> Iterator[tuple[BinaryIO, Path, int]]:
+    """(read-only handle, resolved path, size) of the original at `path`, for the console's
+    "open" link: inside the knowledge dir, not hidden or sensitive, a format the index reads,
+    and a regular file (Forbidden otherwise; NotFound when it does not exist)."""
+    if not path:
+        raise InvalidArgument("path is required", "pass a path from a search hit or the list")
+    try:
+        real = resolve_inside(config.knowledge_dir, path)
+    except PathRejected as exc:
+        raise Forbidden(exc.message, exc.hint) from exc
+    if real.suffix.lower() not in extractors.SUPPORTED_SUFFIXES:
+        raise Forbidden(
+            f"{path!r} is not a document format the index reads",
+            "only indexed document formats are served",
+        )
+    try:
+        # O_NOFOLLOW: a link swapped in after the check is still refused; O_NONBLOCK: a FIFO
+        # never hangs the thread (it fails the regular-file test below instead).
+        fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError as exc:
+        raise NotFound(f"{path!r} does not exist", "sync again: the file was removed") from exc
+    except OSError as exc:
+        raise Forbidden(f"{path!r} cannot be opened: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise Forbidden(f"{path!r} is not a regular file")
+        yield handle, real, info.st_size
+
+
+def fetch_model(
+    cache_dir: str | None, base_url: str, progress: Callable[[str, int, int | None], None]
+) -> Any:
+    """Download the default semantic model into the Hugging Face cache (or `cache_dir`)."""
+    import rag_semantic  # numpy and the HTTP client only when asked
+
+    return rag_semantic.fetch_model(Path(cache_dir) if cache_dir else None, base_url, progress)

@@ -12,6 +12,7 @@ import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -23,7 +24,10 @@ from helpers.extract.blocks import (
     ExtractionError,
     ExtractLimits,
     TextBlock,
+    file_too_large,
 )
+from helpers.extract.failures import extraction_failure
+from helpers.extract.registry import format_of
 from helpers.extract.sandbox import SandboxedExtractor
 from helpers.safety import (
     FileEntry,
@@ -36,6 +40,7 @@ from helpers.safety import (
 )
 from helpers.text.chunking import CHUNK_SCHEME, build_sections
 from helpers.text.normalize import clean_text
+from rag_config import Config
 from rag_sync_write import (
     STAGING_PATH_PREFIX,
     TRUNCATED_NOTE,
@@ -242,16 +247,10 @@ def extract_document(
 
     try:
         sections = list(build_sections(blocks()))
-    except (ExtractionError, JobCancelled):
+    except ExtractionError:
         raise
-    except MemoryError as exc:
-        raise ExtractionError("out of memory while extracting", "raise --max-file-mb") from exc
-    except RecursionError as exc:
-        raise ExtractionError("document nesting too deep to read") from exc
-    except OSError as exc:
-        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
-    except Exception as exc:  # a library bug on a hostile file must not stop the job
-        raise ExtractionError(f"{type(exc).__name__} while extracting: {exc}"[:500]) from exc
+    except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job
+        raise extraction_failure(exc, format_of(entry.abs_path)) from exc
     # A single image has no page numbers but is OCR text all the same.
     ocr_engine = (getattr(ctx.ocr, "engine", None) or "ocr") if any_ocr else None
     return DocumentContent(
@@ -321,10 +320,7 @@ def _sync_one(
     """Index one file; returns (outcome, error message or None)."""
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:
-        reason = (
-            f"file is {entry.size / 1048576:.0f} MB, over the "
-            f"{limits.max_file_bytes / 1048576:.0f} MB limit (hint: raise --max-file-mb)"
-        )
+        reason = str(file_too_large(entry.size, limits.max_file_bytes))
         write_failure(conn, entry, "", reason)
         return "failed", reason
     try:
@@ -402,3 +398,44 @@ def _check_unchanged_while_read(entry: FileEntry) -> None:
         raise ExtractionError(
             "file changed while being read", "it is read again on the next sync_kb"
         )
+
+
+# -- the extraction tools of one job ------------------------------------------------------------
+def ocr_options(config: Config) -> dict[str, object]:
+    """The OcrConfig fields for the extraction child (it builds its own OCR function)."""
+    return {
+        "langs": config.ocr_langs,
+        "tesseract_cmd": config.ocr_cmd,
+        "vlm_url": config.ocr_vlm_url,
+        "vlm_model": config.ocr_vlm_model,
+    }
+
+
+def build_extract_context(config: Config) -> ExtractContext:
+    """Limits from the config, plus OCR when an engine is installed."""
+    from helpers.ocr import engine as ocr
+
+    ocr_config = ocr.OcrConfig(**ocr_options(config))  # type: ignore[arg-type]
+    status = ocr.ocr_status(ocr_config)
+    return ExtractContext(
+        limits=ExtractLimits(max_file_bytes=config.max_file_bytes),
+        ocr=ocr.make_ocr_function(ocr_config) if status.available else None,
+        ocr_unavailable_hint=status.hint or "install tesseract-ocr",
+    )
+
+
+@contextmanager
+def extraction_tools(
+    config: Config, log_path: Path
+) -> Iterator[tuple[ExtractContext, SandboxedExtractor]]:
+    """The context (limits, OCR) and the sandboxed extraction child a sync job reads files
+    with; both are closed when the job ends, however it ends."""
+    ctx = build_extract_context(config)
+    sandbox = SandboxedExtractor(ctx.limits, ocr_options(config), log_path=log_path)
+    try:
+        yield ctx, sandbox
+    finally:
+        sandbox.close()
+        close_ocr = getattr(ctx.ocr, "close", None)
+        if close_ocr is not None:
+            close_ocr()  # harmless when unused; the extraction child closes the one that ran

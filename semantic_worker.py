@@ -1,4 +1,5 @@
-"""Embedding subprocess: the only module that imports onnxruntime and sentencepiece.
+"""Embedding subprocess: the only module that imports onnxruntime and sentencepiece, and of
+ours only helpers/ (tests/test_architecture.py checks both).
 
     python semantic_worker.py --model-dir DIR [--threads N] [--idle-seconds S] [--cache-dir D]
 
@@ -30,7 +31,10 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from helpers.errors import RagError
 from helpers.semantic import vector_pack
+from helpers.semantic.batching import plan_batches
+from helpers.semantic.lines import LineReader, LineTooLong
 from helpers.semantic.model import (
     FETCH_HINT,
     INSTALL_HINT,
@@ -39,7 +43,6 @@ from helpers.semantic.model import (
     file_sha256,
     load_model_info,
 )
-from rag_semantic_client import LineReader, LineTooLong
 
 log = logging.getLogger("semantic_worker")
 
@@ -47,13 +50,6 @@ DEFAULT_THREADS = 2  # the target machines have 2 cores; the server keeps workin
 # XLM-R / fairseq id layout: SentencePiece id + 1, SentencePiece <unk> (0) -> 3.
 BOS_ID, PAD_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 FAIRSEQ_OFFSET = 1
-# Deterministic batching: texts sorted by token count, at most this many per batch, each batch
-# on one core. Texts per CPU second with ~100-token texts (1 thread, shared machine): batch
-# 4 = 62, 8 = 61, 16 = 58, 32 = 45; two such batches in flight beat one 2-thread batch.
-MAX_BATCH_TEXTS = 8
-# Cap on padded tokens per batch (texts x longest). Two batches run at once, so 2 x 1,024 keeps
-# the peak of the former single 2,048-token batch (512-token texts: 490 vs 462 MiB RSS).
-MAX_BATCH_TOKENS = 1024
 # onnxruntime 1.32's SkipLayerNormalization CPU kernel takes 2.1 ms where Add + Add +
 # LayerNormalization take 0.5 ms (8 x 100 x 384 floats); the fusion cost the e5-small encoder
 # 30 % of its time (40 vs 58 texts per CPU second). Every other default fusion is kept.
@@ -74,10 +70,10 @@ UNIGRAM, NORMAL_PIECE = 1, 1  # TrainerSpec.model_type and SentencePiece.Type va
 SUBSET_MAX_CHARS = 2000  # longer texts go to the full tokenizer (substrings grow as n x 16)
 
 
-class RequestError(Exception):
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint
+class RequestError(RagError):
+    """A request line the worker cannot serve (bad JSON, unknown op, wrong model)."""
+
+    code = "bad_request"
 
 
 def check_runtime() -> None:
@@ -401,24 +397,6 @@ class Embedder:
         return self.scorer.run(["scores"], feed)[0].reshape(-1)
 
 
-def plan_batches(lengths: list[int]) -> list[list[int]]:
-    """Indices grouped shortest first, at most MAX_BATCH_TEXTS and MAX_BATCH_TOKENS padded."""
-    order = sorted(range(len(lengths)), key=lambda i: (lengths[i], i))
-    batches: list[list[int]] = []
-    current: list[int] = []
-    for index in order:
-        width = lengths[index]  # sorted ascending: the newcomer is the longest
-        if current and (
-            len(current) >= MAX_BATCH_TEXTS or (len(current) + 1) * width > MAX_BATCH_TOKENS
-        ):
-            batches.append(current)
-            current = []
-        current.append(index)
-    if current:
-        batches.append(current)
-    return batches
-
-
 class Worker:
     """Dispatches requests; the model loads in the background from `preload()` or first use."""
 
@@ -550,7 +528,7 @@ def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float
         try:
             response = worker.handle(request)
         except (RequestError, ModelError, vector_pack.ScanError) as exc:
-            response = {"ok": False, "error": str(exc), "hint": exc.hint}
+            response = {"ok": False, "error": exc.message, "hint": exc.hint}
         except Exception as exc:  # the protocol must survive anything; details go to the log
             log.exception("request %s failed", request.get("op"))
             response = {

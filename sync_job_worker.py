@@ -3,7 +3,8 @@
 Started by rag_service with start_new_session=True, so it outlives the MCP server that started
 it. It holds the sync lock for its whole life, keeps its job row current (progress, heartbeat)
 once a second from a side thread, and honours cancel between files, inside extraction and during
-cleanup. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
+cleanup. It drives rag_sync (which builds the extraction context, OCR and sandbox) and
+rag_semantic. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
-from helpers.extract.blocks import ExtractContext, ExtractLimits
-from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
-from rag_sync import JobCancelled, sync_files
+from rag_errors import RagError
+from rag_sync import JobCancelled, extraction_tools, sync_files
 from rag_sync_write import FileProgress
 
 HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
@@ -258,31 +258,6 @@ def _finish(conn, job_id: str, state: str, message: str | None) -> None:  # type
         )
 
 
-def ocr_options(config: Config) -> dict[str, object]:
-    """The OcrConfig fields for the extraction child (it builds its own OCR function)."""
-    return {
-        "langs": config.ocr_langs,
-        "tesseract_cmd": config.ocr_cmd,
-        "vlm_url": config.ocr_vlm_url,
-        "vlm_model": config.ocr_vlm_model,
-    }
-
-
-def build_extract_context(config: Config) -> ExtractContext:
-    """Limits from the config, plus OCR when an engine is installed."""
-    from helpers.ocr import engine as ocr
-
-    limits = ExtractLimits(max_file_bytes=config.max_file_bytes)
-    ocr_config = ocr.OcrConfig(**ocr_options(config))  # type: ignore[arg-type]
-    status = ocr.ocr_status(ocr_config)
-    ocr_function = ocr.make_ocr_function(ocr_config) if status.available else None
-    return ExtractContext(
-        limits=limits,
-        ocr=ocr_function,
-        ocr_unavailable_hint=status.hint or "install tesseract-ocr",
-    )
-
-
 def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     """Run one queued job to its end. `handle_sigterm=False` when a host runs it in its own
     process (rag_service.sync_kb_blocking): its signal handlers stay its own."""
@@ -303,22 +278,9 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
-    ctx = build_extract_context(config)
-    sandbox = SandboxedExtractor(
-        ctx.limits,
-        ocr_options(config),
-        log_path=config.logs_dir / f"worker-{job_id}.log",
-    )
     try:
-        sync_files(
-            conn,
-            config.knowledge_dir,
-            scope,
-            ctx,
-            reporter,
-            reporter.counts,
-            sandbox,
-        )
+        with extraction_tools(config, config.logs_dir / f"worker-{job_id}.log") as (ctx, sandbox):
+            sync_files(conn, config.knowledge_dir, scope, ctx, reporter, reporter.counts, sandbox)
         reporter.check_cancel()
         reporter.on_phase("semantic")
         message = _semantic_phase(conn, config, reporter)
@@ -328,10 +290,6 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     except Exception as exc:
         log.error("job %s failed: %s", job_id, traceback.format_exc())
         state, message = "failed", f"{type(exc).__name__}: {exc}"
-    sandbox.close()
-    close_ocr = getattr(ctx.ocr, "close", None)
-    if close_ocr is not None:
-        close_ocr()  # harmless when unused; the extraction child closes the one that ran
     reporter.stop()
     reporter.on_phase("done")
     reporter.flush(conn)
@@ -349,14 +307,13 @@ def _semantic_phase(conn: sqlite3.Connection, config: Config, reporter: JobRepor
     if not config.semantic:
         return None
     import rag_semantic
-    from helpers.semantic.model import ModelError
 
     try:
         rag_semantic.sync_phase(
             conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
         )
-    except (rag_semantic.SemanticError, ModelError) as exc:
-        message = f"semantic index not updated: {exc} (hint: {exc.hint})"
+    except RagError as exc:  # the model, the worker or the vector store
+        message = f"semantic index not updated: {exc}"
         reporter.on_error("(semantic index)", message)
         log.error(message)
         return message

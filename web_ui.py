@@ -15,27 +15,23 @@ import codecs
 import hmac
 import json
 import logging
-import os
 import re
 import secrets
 import socket
-import stat
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
-import rag_jobs
 import rag_service
 from helpers import web_guard
-from helpers.extract.registry import SUPPORTED_SUFFIXES
-from helpers.safety import PathRejected, resolve_inside
 from helpers.web_guard import LOOPBACK_HOST
 from rag_config import Config, bundled_dir
 from rag_errors import (
     ConfigError,
     DiskFull,
+    Forbidden,
     IndexBusy,
     IndexMissing,
     InvalidArgument,
@@ -115,6 +111,7 @@ SHOWN_INLINE = (
 ERROR_STATUS: tuple[tuple[type[RagError], HTTPStatus], ...] = (
     (InvalidArgument, HTTPStatus.BAD_REQUEST),
     (NotFound, HTTPStatus.NOT_FOUND),
+    (Forbidden, HTTPStatus.FORBIDDEN),
     (IndexMissing, HTTPStatus.CONFLICT),
     (ReadOnlyDataDir, HTTPStatus.CONFLICT),  # the request is fine; the data dir's state refuses it
     (IndexBusy, HTTPStatus.SERVICE_UNAVAILABLE),  # with Retry-After
@@ -478,7 +475,7 @@ class ConsoleHandler(BaseHTTPRequestHandler):
                 self.wfile.write(b": keepalive\n\n")
                 quiet_s = 0.0
             self.wfile.flush()
-            if view.state in rag_jobs.FINAL_STATES or lived_s >= SSE_MAX_S:
+            if view.state in rag_service.FINAL_STATES or lived_s >= SSE_MAX_S:
                 return
             if self.server.stopping.wait(SSE_POLL_S):
                 return
@@ -493,37 +490,15 @@ class ConsoleHandler(BaseHTTPRequestHandler):
 
     # -- API: the original file, read-only -----------------------------------------------------
     def api_open_file(self, params: dict[str, list[str]]) -> None:
-        rel = _str(params, "path")
-        if not rel:
-            raise _bad_request("path is required", "pass a path from a search hit or the list")
-        try:
-            real = resolve_inside(self.server.config.knowledge_dir, rel)
-        except PathRejected as exc:
-            raise _forbidden(str(exc), exc.hint) from exc
-        suffix = real.suffix.lower()
-        if suffix not in SUPPORTED_SUFFIXES:
-            raise _forbidden(
-                f"{rel!r} is not a document format the index reads",
-                "only indexed document formats are served",
-            )
-        try:
-            # O_NOFOLLOW: a link swapped in after the check is still refused; O_NONBLOCK: a FIFO
-            # never hangs the thread (it fails the regular-file test below instead).
-            fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except FileNotFoundError as exc:
-            raise ApiError(HTTPStatus.NOT_FOUND, "not_found", f"{rel!r} does not exist") from exc
-        except OSError as exc:
-            raise _forbidden(f"{rel!r} cannot be opened: {exc.strerror}") from exc
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise _forbidden(f"{rel!r} is not a regular file")
+        opened = rag_service.open_original(self.server.config, _str(params, "path"))
+        with opened as (handle, real, size):
+            suffix = real.suffix.lower()
             ctype = self._original_type(suffix, handle)
             self._csp = CSP if suffix == ".pdf" else ORIGINAL_CSP
             disposition = "inline" if suffix in SHOWN_INLINE else "attachment"
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(info.st_size))
+            self.send_header("Content-Length", str(size))
             self.send_header(
                 "Content-Disposition", f"{disposition}; filename*=UTF-8''{quote(real.name)}"
             )

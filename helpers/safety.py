@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from helpers.errors import RagError
+
 # Names that usually hold secrets; such files are never indexed, even when the user points the
 # server at a home folder. Matched case-insensitively against every path component, together
 # with the word rule below (`is_secret_store_name`).
@@ -131,12 +133,14 @@ def is_secret_store_name(name: str) -> bool:
     return bool(secret) and all(w in secret or w in SECRET_QUALIFIERS for w in words)
 
 
-class PathRejected(ValueError):
+class PathRejected(RagError, ValueError):
     """A path argument that would leave the knowledge dir or touch a hidden/sensitive file."""
 
+    code = "path_rejected"
+
     def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.hint = hint or "pass a path relative to the knowledge dir, as returned by rag_search"
+        hint = hint or "pass a path relative to the knowledge dir, as returned by rag_search"
+        super().__init__(message, hint)
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import builtins
+import functools
+import os
 import random
+import re
+import shutil
 import sqlite3
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
@@ -15,6 +22,88 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from rag_config import Config  # noqa: E402
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def require_tool(available: bool, what: str, fix: str) -> None:
+    """Skip a test whose outside tool (OCR engine, LibreOffice, mount rights, a model, a data
+    set) is missing; with `CI` set, FAIL it, so a broken install step never silently drops
+    that coverage (as the browser test does)."""
+    if available:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"{what} is missing on CI: {fix}", pytrace=False)
+    pytest.skip(f"{what} is missing: {fix}", allow_module_level=True)
+
+
+def needs_tool(available: Callable[[], object], what: str, fix: str) -> Callable[[F], F]:
+    """`require_tool` as a decorator, in place of `pytest.mark.skipif(not available, ...)`;
+    `available` is asked when the test runs, not at import."""
+
+    def wrap(test: F) -> F:
+        @functools.wraps(test)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            require_tool(bool(available()), what, fix)
+            return test(*args, **kwargs)
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+def _can_mount() -> bool:
+    from stress.harness import can_mount
+
+    return can_mount()
+
+
+def tesseract_available() -> bool:
+    from helpers.ocr import engine as ocr
+
+    return ocr.ocr_status(ocr.OcrConfig()).available
+
+
+def require_tesseract() -> None:
+    require_tool(tesseract_available(), "tesseract-ocr", "apt-get install tesseract-ocr")
+
+
+# The outside tools the suite needs; tools/install_test_deps.sh installs every one.
+SOFFICE_FIX = "apt-get install libreoffice-writer libreoffice-calc libreoffice-impress"
+needs_mount = needs_tool(
+    _can_mount, "root with CAP_SYS_ADMIN to mount a tmpfs", "run the tests as root in a VM"
+)
+needs_setpriv = needs_tool(
+    lambda: os.geteuid() == 0 and shutil.which("setpriv"),
+    "root and setpriv",
+    "run the tests as root; apt-get install util-linux",
+)
+needs_soffice = needs_tool(
+    lambda: shutil.which("soffice") or shutil.which("libreoffice"), "LibreOffice", SOFFICE_FIX
+)
+
+
+_EXCEPTION_NAMES = sorted(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, BaseException)
+)
+# Our internals in a user's message: an exception type (builtin or any `...Error`), a traceback,
+# a parser's object repr.
+PYTHON_INTERNALS = re.compile(
+    r"\b(?:" + "|".join(_EXCEPTION_NAMES) + r"|\w+Error|BadZipFile)\b|Traceback|object has no "
+    r"attribute|lxml\.|<class '"
+)
+
+
+def assert_plain_words(exc: Exception) -> None:
+    """A user-facing error: a message and a hint, and no Python exception type name in either."""
+    message, hint = getattr(exc, "message", ""), getattr(exc, "hint", "")
+    assert message, f"no message: {exc!r}"
+    assert hint, f"no hint in {message!r}"
+    found = PYTHON_INTERNALS.search(f"{message} {hint}")
+    assert found is None, f"internals {found.group(0)!r} in {message!r} (hint: {hint!r})"
+
 
 WORDS = [
     "invoice",

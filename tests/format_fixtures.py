@@ -569,3 +569,51 @@ def render_pdf_page(path: Path, scale: float = 300 / 72) -> object:
         return image
     finally:
         pdf.close()
+
+
+# -- damaged documents -------------------------------------------------------------------------
+NOT_XML = b"this is not XML \x00\xff"
+
+
+def rewrite_member(source: Path, target: Path, member: str, data: bytes) -> Path:
+    """A copy of the zip `source` with `member` replaced by `data` (a damaged part)."""
+    with zipfile.ZipFile(source) as zin, zipfile.ZipFile(target, "w") as zout:
+        assert member in zin.namelist(), f"{member} not in {source.name}"
+        for info in zin.infolist():
+            zout.writestr(info, data if info.filename == member else zin.read(info.filename))
+    return target
+
+
+def write_damaged_documents(folder: Path) -> dict[str, Path]:
+    """One damaged file per way real files break, in several formats: a part that is not XML,
+    XML of the wrong shape, a cut-off archive or PDF, a notebook that is not JSON."""
+    folder.mkdir(parents=True, exist_ok=True)
+    good = folder / "good"
+    good.mkdir(exist_ok=True)
+    docx, xlsx, pptx = (
+        make_docx(good / "a.docx"),
+        make_xlsx(good / "a.xlsx"),
+        make_pptx(good / "a.pptx"),
+    )
+    odt, epub = make_odt(good / "a.odt"), make_epub(good / "a.epub")
+    pdf = write_text_pdf(good / "a.pdf", [["alpha page"], ["beta page"]])
+    made = {
+        "docx-not-xml": rewrite_member(docx, folder / "not-xml.docx", "word/document.xml", NOT_XML),
+        "docx-wrong-xml": rewrite_member(
+            docx, folder / "wrong-xml.docx", "word/document.xml", b"<note>not a body</note>"
+        ),
+        "xlsx-not-xml": rewrite_member(
+            xlsx, folder / "not-xml.xlsx", "xl/worksheets/sheet1.xml", NOT_XML
+        ),
+        "pptx-not-xml": rewrite_member(
+            pptx, folder / "not-xml.pptx", "ppt/slides/slide1.xml", NOT_XML
+        ),
+        "odt-not-xml": rewrite_member(odt, folder / "not-xml.odt", "content.xml", NOT_XML),
+        "epub-not-xml": rewrite_member(epub, folder / "not-xml.epub", "OEBPS/content.opf", NOT_XML),
+        "xlsx-cut": truncate(xlsx, folder / "cut.xlsx"),
+        "pdf-cut": truncate(pdf, folder / "cut.pdf"),
+    }
+    (folder / "not-json.ipynb").write_text('{"cells": [', encoding="utf-8")
+    made["ipynb-not-json"] = folder / "not-json.ipynb"
+    shutil.rmtree(good)
+    return made

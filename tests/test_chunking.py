@@ -150,7 +150,7 @@ def test_long_breadcrumbs_are_elided_from_the_middle():
     assert estimate_tokens(crumb) <= CHILD_MAX_TOKENS / 3
 
 
-def test_a_new_chunking_scheme_marks_documents_stale_and_the_next_sync_re_extracts(
+def test_a_new_chunking_scheme_marks_documents_needs_reindex_and_the_next_sync_re_extracts(
     config: Config, knowledge: Path, monkeypatch
 ):
     (knowledge / "a.md").write_text("# A\n\nalpha beta\n", encoding="utf-8")
@@ -159,12 +159,12 @@ def test_a_new_chunking_scheme_marks_documents_stale_and_the_next_sync_re_extrac
     conn.execute("UPDATE documents SET chunk_scheme = chunk_scheme - 1")
     conn.close()
     report = rag_service.health(config)
-    assert report["stale_documents"] == 1
+    assert report["needs_reindex_documents"] == 1
     assert any("older chunking scheme" in w for w in report["warnings"])
-    assert rag_service.list_documents(config, status="stale")["total"] == 1
+    assert rag_service.list_documents(config, status="needs_reindex")["total"] == 1
     view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
     assert view.counts["updated"] == 1
-    assert rag_service.health(config)["stale_documents"] == 0
+    assert rag_service.health(config)["needs_reindex_documents"] == 0
     assert rag_sync.CHUNK_SCHEME == chunking.CHUNK_SCHEME
 
 

@@ -89,7 +89,7 @@ def test_demo_runs_on_the_default_sample_folder(tmp_path: Path):
 
 def test_the_progress_line_counts_embedded_texts_during_the_semantic_phase(config: Config):
     """The seed's bar said `0/0 files` for the whole semantic phase (most of a first sync)."""
-    from rag_cli import progress_line
+    from rag_service import progress_line
     from sync_job_worker import JobReporter
 
     conn = rag_service.write_conn(config, "sync_kb")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-import pytest
+from conftest import needs_tool
 
 from helpers.extract.blocks import BlockKind, ExtractContext
 from helpers.extract.registry import extractor_for
@@ -13,7 +13,9 @@ from helpers.extract.registry import extractor_for
 DOCS = Path(__file__).resolve().parents[2] / "shared/eval/debfaq-en-mixed/docs"
 
 
-@pytest.mark.skipif(not DOCS.is_dir(), reason="evaluation set not present")
+@needs_tool(
+    DOCS.is_dir, "the debfaq-en-mixed evaluation set", f"put shared/eval beside the repo ({DOCS})"
+)
 def test_every_mixed_format_eval_document_extracts_without_errors() -> None:
     ctx = ExtractContext()
     formats: Counter[str] = Counter()

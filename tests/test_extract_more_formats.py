@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import SOFFICE_FIX, needs_soffice, require_tool
 
 from helpers.extract import legacy as extract_legacy
 from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
@@ -23,8 +24,6 @@ from tests.format_fixtures import (
     soffice_convert,
 )
 
-needs_soffice = pytest.mark.skipif(SOFFICE is None, reason="LibreOffice is not installed")
-
 
 def extract(path: Path, ctx: ExtractContext | None = None) -> list[TextBlock]:
     extractor = extractor_for(path)
@@ -34,8 +33,7 @@ def extract(path: Path, ctx: ExtractContext | None = None) -> list[TextBlock]:
 
 @pytest.fixture(scope="module")
 def legacy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    if SOFFICE is None:
-        pytest.skip("LibreOffice is not installed")
+    require_tool(SOFFICE is not None, "LibreOffice", SOFFICE_FIX)
     work = tmp_path_factory.mktemp("legacy")
     return {
         "doc": soffice_convert(make_docx(work / "report.docx"), "doc", work / "doc"),

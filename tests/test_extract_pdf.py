@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SOFFICE_FIX, needs_soffice, require_tool
 
 from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, OcrText, TextBlock
 from helpers.extract.common import ExtractionCancelled
@@ -23,8 +24,6 @@ from tests.format_fixtures import (
     write_scanned_pdf,
     write_text_pdf,
 )
-
-needs_soffice = pytest.mark.skipif(SOFFICE is None, reason="LibreOffice is not installed")
 
 
 def extract(path: Path, ctx: ExtractContext | None = None) -> list[TextBlock]:
@@ -121,8 +120,7 @@ def test_a_real_scan_is_read_by_real_tesseract(tmp_path: Path) -> None:
     from helpers.ocr.engine import OcrConfig, make_ocr_function
 
     ocr = make_ocr_function(OcrConfig())
-    if ocr is None:
-        pytest.skip("tesseract is not installed")
+    require_tool(ocr is not None, "tesseract-ocr", "apt-get install tesseract-ocr")
     lines = ["The quick brown fox jumps over the lazy dog", "Invoice number 4711 is overdue"]
     source = write_text_pdf(tmp_path / "source.pdf", [lines])
     scan = write_image_pdf(tmp_path / "scan.pdf", render_pdf_page(source, scale=200 / 72))
@@ -164,8 +162,7 @@ def test_a_truncated_pdf_raises_only_extraction_error_or_reads_what_survives(
 
 @pytest.fixture(scope="module")
 def office_pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    if SOFFICE is None:
-        pytest.skip("LibreOffice is not installed")
+    require_tool(SOFFICE is not None, "LibreOffice", SOFFICE_FIX)
     work = tmp_path_factory.mktemp("lo-pdf")
     source = make_docx(work / "multilingual.docx")
     plain = soffice_convert(source, "pdf", work / "plain")

@@ -78,7 +78,8 @@ def test_a_file_over_the_size_cap_is_refused_with_a_hint(tmp_path: Path) -> None
     ctx = ExtractContext(limits=ExtractLimits(max_file_bytes=1000))
     with pytest.raises(ExtractionError) as err:
         extract(path, ctx)
-    assert "limit" in err.value.message and "max_file_bytes" in err.value.hint
+    assert err.value.message == "file is 0.0 MB, over the 0 MB limit"  # MB = 2**20 bytes
+    assert "--max-file-mb" in err.value.hint
 
 
 def test_extraction_stops_after_max_text_chars(tmp_path: Path) -> None:

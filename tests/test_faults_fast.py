@@ -16,13 +16,11 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RecordingObserver, make_config, write_corpus
+from conftest import REPO, RecordingObserver, make_config, needs_mount, needs_setpriv, write_corpus
 from stress.corpora import make_mixed_corpus
 from stress.faults import fresh_data_dir, kill_during_sync
 from stress.harness import (
-    SETPRIV,
     McpProcess,
-    can_mount,
     canonical_dump,
     dump_difference,
     foreign_exclusive_lock,
@@ -46,10 +44,6 @@ import rag_sync
 from helpers.extract.blocks import ExtractContext
 from rag_config import Config
 from rag_db import open_index
-
-needs_mount = pytest.mark.skipif(
-    not can_mount(), reason="needs root with CAP_SYS_ADMIN to mount a tmpfs"
-)
 
 
 @pytest.fixture(scope="module")
@@ -111,14 +105,13 @@ def test_killing_the_mcp_server_mid_sync_leaves_the_worker_running_and_a_new_ser
     assert worker_pids(config.data_dir), "the worker died with the server"
     second = McpProcess.start(config, stderr_path=tmp_path / "second.log")
     try:
-        deadline = time.monotonic() + 120
-        status: dict = {}
-        while time.monotonic() < deadline:
+
+        def final_status() -> dict | None:
             is_error, status = second.call("sync_status", {"job_id": job["job_id"]})
             assert not is_error, status
-            if status["state"] in rag_jobs.FINAL_STATES:
-                break
-            time.sleep(0.2)
+            return status if status["state"] in rag_jobs.FINAL_STATES else None
+
+        status = wait_until(final_status, timeout=120, interval=0.2)
         assert status["state"] == "succeeded" and status["counts"]["added"] == 200
     finally:
         second.close()
@@ -362,6 +355,14 @@ time.sleep(600)
 """
 
 
+def _opening_a_fifo(pid: int) -> bool:
+    """The child has read the request and sleeps in open() of the FIFO, waiting for a writer."""
+    try:
+        return Path(f"/proc/{pid}/wchan").read_text() == "wait_for_partner"
+    except OSError:
+        return False
+
+
 def test_an_extraction_child_stuck_in_a_file_dies_with_its_killed_worker(tmp_path: Path):
     stuck = tmp_path / "stuck.docx"
     os.mkfifo(stuck)  # opening it blocks forever: a stand-in for a C library that never returns
@@ -369,18 +370,17 @@ def test_an_extraction_child_stuck_in_a_file_dies_with_its_killed_worker(tmp_pat
     children: list[int] = []
     try:
         children = wait_until(lambda: sandbox_children(worker.pid), timeout=30)
-        time.sleep(0.5)  # the child has read the request and is blocked in open()
+        wait_until(lambda: any(_opening_a_fifo(c) for c in children), timeout=30)
         kill_hard(worker.pid)
         worker.wait()
-        time.sleep(2)
-        assert [c for c in children if is_alive(c)] == []
+        wait_until(lambda: not any(is_alive(c) for c in children), timeout=30)
     finally:
         worker.kill()
         for child in children:
             kill_hard(child)
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv")
+@needs_setpriv
 def test_a_folder_that_turns_unreadable_keeps_its_indexed_documents(
     config: Config, knowledge: Path
 ):

@@ -51,4 +51,4 @@ def test_health_leaves_out_the_staging_row_a_killed_writer_left_behind(
     assert (report["sections"], report["chunks"]) == (before["sections"], before["chunks"])
     assert report["chunks"] == sum(item["chunks"] for item in listing["items"])
     assert report["documents"]["total"] == listing["total"]
-    assert report["stale_documents"] == 0
+    assert report["needs_reindex_documents"] == 0

@@ -3,7 +3,6 @@ file with its reason, and indexes every good file."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import tracemalloc
 from collections.abc import Iterator
@@ -11,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import make_config, needs_setpriv, require_tool
 from hostile_fixtures import (
     FAILED,
     IGNORED,
@@ -26,7 +25,6 @@ from hostile_fixtures import (
     unbind,
 )
 from stress.harness import (
-    SETPRIV,
     can_mount,
     canonical_dump,
     index_problems,
@@ -160,8 +158,11 @@ def test_no_external_entity_link_or_outside_file_reaches_the_index(hostile: Host
 
 
 def test_a_file_whose_read_fails_is_reported_with_the_os_error(hostile: HostileSync):
-    if hostile.unreadable is None:
-        pytest.skip("needs root and mount --bind to make a file whose read raises (EIO)")
+    require_tool(
+        hostile.unreadable is not None,
+        "root and mount --bind (a file whose read raises EIO)",
+        "run the tests as root in a VM",
+    )
     doc = hostile.documents[hostile.unreadable]
     assert doc["status"] == "failed" and "Input/output error" in doc["error"]
 
@@ -209,7 +210,7 @@ def test_a_20_mb_single_line_text_file_streams_in_bounded_pieces(tmp_path: Path)
     assert peak < 16 * 1024 * 1024  # bounded: far below the file's 20 MB
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv")
+@needs_setpriv
 def test_a_permission_denied_file_is_reported_failed_and_its_neighbours_indexed(
     config: Config, knowledge: Path
 ):

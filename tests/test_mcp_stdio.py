@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -174,3 +175,35 @@ async def test_a_job_started_by_one_server_is_polled_and_cancelled_from_another(
         assert not err and isinstance(again, dict) and again["job_id"] != job["job_id"]
         final = await wait_job(call, again["job_id"], timeout=120)
         assert final["state"] == "succeeded"
+
+
+TOOL_ERROR = re.compile(r"^\[(?P<code>[a-z_]+)\] (?P<message>.+?)(?: — hint: (?P<hint>.+))?$", re.S)
+
+
+@pytest.mark.parametrize("client_name", sorted(CLIENTS))
+async def test_a_tool_error_carries_the_service_error_code_message_and_hint(
+    client_name: str, config: Config, knowledge: Path
+):
+    """The MCP face keeps the code the console sends as JSON: `[code] message — hint: …`."""
+    (knowledge / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    async with CLIENTS[client_name](config) as (call, _tools, _instructions):
+        seen: dict[str, tuple[str, str]] = {}
+
+        async def error_of(tool: str, args: dict[str, Any]) -> None:
+            err, text = await call(tool, args)
+            assert err and isinstance(text, str), (tool, text)
+            parsed = TOOL_ERROR.match(text)
+            assert parsed, text
+            seen[parsed["code"]] = (parsed["message"], parsed["hint"] or "")
+
+        await error_of("rag_search", {"query": "alpha"})  # nothing indexed yet
+        err, job = await call("sync_kb", {})
+        assert not err and isinstance(job, dict)
+        await wait_job(call, job["job_id"])
+        await error_of("rag_read", {"path": "missing.md"})
+        await error_of("sync_kb", {"path": "../../etc"})
+        await error_of("rag_search", {"query": "alpha", "mode": "semantic"})  # --semantic off
+    assert set(seen) == {"index_missing", "not_found", "invalid_argument", "semantic_unavailable"}
+    assert "sync" in seen["index_missing"][1]
+    assert "missing.md" in seen["not_found"][0] and seen["not_found"][1]
+    assert "lexical" in seen["semantic_unavailable"][1]

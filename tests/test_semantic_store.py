@@ -369,7 +369,7 @@ def test_query_refuses_an_index_built_with_another_model_or_never_built(
     assert "sync" in error.value.hint
 
 
-def test_semantic_state_moves_from_not_built_to_ready_to_stale(
+def test_semantic_state_moves_from_not_built_to_ready_to_outdated(
     index: sqlite3.Connection, tiny_model: Path, other_model: Path, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
@@ -383,11 +383,11 @@ def test_semantic_state_moves_from_not_built_to_ready_to_stale(
     assert (ready.state, ready.vector_count) == ("ready", len(CORPUS))
     assert ready.fingerprint == load_model_info(tiny_model).fingerprint
     set_chunk_text(index, ids[0], "edited")
-    assert semantic_state(index, tiny_model, True, cache).state == "stale"
+    assert semantic_state(index, tiny_model, True, cache).state == "outdated"
     build(index, tiny_model, tmp_path)
     assert semantic_state(index, tiny_model, True, cache).state == "ready"
     other = semantic_state(index, other_model, True, cache)
-    assert other.state == "stale" and "another model" in other.reason
+    assert other.state == "outdated" and "another model" in other.reason
 
 
 # --- the real model -----------------------------------------------------------------------------

@@ -24,9 +24,11 @@ from semantic_fixtures import (
 )
 
 import semantic_worker
+from helpers.semantic import batching
 from helpers.semantic import model as semantic_model
+from helpers.semantic.lines import LineReader
 from helpers.semantic.model import ModelError, check_availability, load_model_info
-from rag_semantic_client import LineReader, SemanticWorker, WorkerError, WorkerTimeout
+from rag_semantic_client import SemanticWorker, WorkerError, WorkerTimeout
 
 HF_REPO_FOLDER = "models--sentence-transformers--paraphrase-multilingual-MiniLM-L12-v2"
 
@@ -121,7 +123,7 @@ def test_two_threads_give_the_same_bytes_as_one(tiny_model: Path, tmp_path: Path
             tiny_model, log_path=tmp_path / "w.log", cache_dir=tmp_path, threads=threads
         ) as w:
             results.append(w.embed(texts).vectors.tobytes())
-    assert len(semantic_worker.plan_batches([len(t) for t in texts])) > 2
+    assert len(batching.plan_batches([len(t) for t in texts])) > 2
     assert results[0] == results[1]
 
 
@@ -157,14 +159,14 @@ def test_a_bpe_tokenizer_gets_no_query_tokenizer(tmp_path: Path) -> None:
 
 def test_batches_are_sorted_by_length_and_capped() -> None:
     lengths = [500, 3, 40, 3, 512, 600, 7, 9, 11, 13, 15, 17, 19, 21]
-    batches = semantic_worker.plan_batches(lengths)
+    batches = batching.plan_batches(lengths)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     flat = [lengths[i] for b in batches for i in b]
     assert flat == sorted(lengths)
     for batch in batches:
-        assert len(batch) <= semantic_worker.MAX_BATCH_TEXTS
+        assert len(batch) <= batching.MAX_BATCH_TEXTS
         assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= (
-            semantic_worker.MAX_BATCH_TOKENS
+            batching.MAX_BATCH_TOKENS
         )
 
 

@@ -20,11 +20,10 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_config, undo_migration_4, write_corpus
+from conftest import REPO, make_config, needs_mount, needs_setpriv, undo_migration_4, write_corpus
 from stress.harness import (
     SETPRIV,
     McpProcess,
-    can_mount,
     canonical_dump,
     fill_after_sync,
     foreign_exclusive_lock,
@@ -39,16 +38,13 @@ from stress.harness import (
 import rag_db
 import rag_jobs
 import rag_service
+from helpers.sqlite_read import immutable_is_safe
 from rag_config import Config, add_config_arguments, config_from_args
 from rag_db import open_index
 from rag_errors import DiskFull, IndexBusy, ReadOnlyDataDir, storage_fault
 
 SHORT_BUSY_S = 0.5  # the service gives up on a foreign lock this fast in these tests
 LOCK_S = 4.0  # the foreign lock outlives SHORT_BUSY_S by far, and the worker's 30 s never ends
-
-needs_mount = pytest.mark.skipif(
-    not can_mount(), reason="needs root with CAP_SYS_ADMIN to mount a tmpfs"
-)
 
 
 def _job_row(db_path: Path, job_id: str) -> dict[str, object]:
@@ -383,7 +379,7 @@ print(json.dumps(_reads_and_writes(Config.from_json(sys.argv[2]))))
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="needs root and setpriv")
+@needs_setpriv
 def test_a_data_dir_without_write_permission_serves_reads_to_a_process_without_root_override(
     knowledge: Path, tmp_path: Path
 ):
@@ -463,7 +459,7 @@ def test_an_immutable_read_is_never_used_while_the_wal_holds_committed_pages(tmp
     busy = sqlite3.OperationalError("database is locked")
     busy.sqlite_errorcode = 5  # type: ignore[attr-defined]
     assert (tmp_path / "index.sqlite3-wal").stat().st_size > 0
-    assert not rag_db._immutable_is_safe(db, cantopen)  # would miss the row in the WAL
+    assert not immutable_is_safe(db, cantopen)  # would miss the row in the WAL
     writer.close()  # the last connection checkpoints and removes the WAL
-    assert rag_db._immutable_is_safe(db, cantopen)
-    assert not rag_db._immutable_is_safe(db, busy)  # a lock is never a reason to skip locks
+    assert immutable_is_safe(db, cantopen)
+    assert not immutable_is_safe(db, busy)  # a lock is never a reason to skip locks

@@ -102,8 +102,33 @@ def test_cancel_mid_sync_keeps_committed_documents_searchable(config: Config, kn
     assert resumed.counts["added"] == 1200 - final.counts["added"]
 
 
-def test_progress_is_published_while_the_job_runs(config: Config, knowledge: Path):
-    write_corpus(knowledge, 1000)
+# The worker publishes progress once a second: a files phase this many seconds long shows at
+# least 3 values with room to spare on a loaded machine.
+PROGRESS_SECONDS = 8
+PROBE_FILES = 400
+
+
+def _files_for_seconds(tmp_path: Path, seconds: float) -> int:
+    """How many corpus files this machine syncs in `seconds`, measured in this run: an empty
+    sync (worker start) and a PROBE_FILES one; their difference is the per-file cost."""
+    cost = []
+    for count in (0, PROBE_FILES):
+        docs = tmp_path / f"probe-{count}"
+        docs.mkdir()
+        write_corpus(docs, count)
+        probe = make_config(docs, tmp_path / f"probe-state-{count}")
+        started = time.monotonic()
+        view = rag_service.wait_for_job(probe, rag_service.start_sync(probe).job_id, timeout_s=120)
+        assert view.state == "succeeded", view.to_dict()
+        cost.append(time.monotonic() - started)
+    per_file = max(cost[1] - cost[0], 1e-3) / PROBE_FILES
+    return int(seconds / per_file)
+
+
+def test_progress_is_published_while_the_job_runs(config: Config, knowledge: Path, tmp_path: Path):
+    # A fixed corpus finishes before 3 publications on a fast machine: size it to this one.
+    total = max(1000, _files_for_seconds(tmp_path, PROGRESS_SECONDS))
+    write_corpus(knowledge, total)
     job = rag_service.start_sync(config)
     seen = set()
 
@@ -115,8 +140,8 @@ def test_progress_is_published_while_the_job_runs(config: Config, knowledge: Pat
 
     wait_until(progressed, timeout=120)
     view = rag_service.sync_status(config, job.job_id)
-    assert len(seen) >= 3, "progress never moved while running"
-    assert view.total_files == 1000
+    assert len(seen) >= 3, f"progress never moved while running: {sorted(seen)} of {total}"
+    assert view.total_files == total
     running = rag_service.sync_status(config, job.job_id)
     if running.state == "running":
         assert running.heartbeat is not None and time.time() - running.heartbeat < 5
@@ -199,7 +224,9 @@ def test_a_corrupt_file_is_reported_and_the_job_goes_on(config: Config, knowledg
     assert view.counts["added"] == 3 and view.counts["failed"] == 2
     errors = {e["path"]: e["message"] for e in view.errors}
     assert "binary" in errors["binary.txt"].lower()
-    assert "limit" in errors["big.txt"]
+    # One size-cap rule and unit for the sync's check and the extractor's: MB of 2**20 bytes.
+    assert errors["big.txt"].startswith("file is 2.0 MB, over the 1 MB limit")
+    assert "--max-file-mb" in errors["big.txt"]
     listed = rag_service.list_documents(small_cap, status="failed")
     assert {i["path"] for i in listed["items"]} == {"binary.txt", "big.txt"}
     index_is_consistent(config.db_path)

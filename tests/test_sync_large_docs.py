@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import RecordingObserver, make_config
+from conftest import RecordingObserver, make_config, require_tesseract
 from ocr_fixtures import render_page
 from stress.harness import (
     REPO,
@@ -29,7 +29,6 @@ import rag_sync_write
 from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
 from helpers.extract.sandbox import SandboxedExtractor
 from helpers.lexical.common import hidden_document_ids
-from helpers.ocr import engine as ocr
 from helpers.safety import FileEntry
 from helpers.text.chunking import Child, Section
 from rag_config import Config
@@ -355,8 +354,7 @@ def test_extract_document_through_the_sandbox_reports_the_cut(tmp_path: Path):
 def test_a_stale_ocr_document_keeps_its_text_while_the_ocr_engine_is_missing(
     knowledge: Path, tmp_path: Path
 ):
-    if not ocr.ocr_status(ocr.OcrConfig()).available:
-        pytest.skip("tesseract-ocr is not installed (apt-get install tesseract-ocr)")
+    require_tesseract()
     render_page(["Warehouse inventory checklist"], dpi=150).save(knowledge / "board.png")
     config = make_config(knowledge, tmp_path / "state")
     assert run_sync(config).state == "succeeded"
@@ -372,7 +370,7 @@ def test_a_stale_ocr_document_keeps_its_text_while_the_ocr_engine_is_missing(
     assert warnings["board.png"].startswith("kept the previous OCR text: OCR engine unavailable")
     assert _search_paths(blind, "inventory checklist") == ["board.png"]
     listed = {i["path"]: i for i in rag_service.list_documents(blind)["items"]}
-    assert listed["board.png"]["status"] == "stale"  # re-read once the engine is back
+    assert listed["board.png"]["status"] == "needs_reindex"  # re-read once the engine is back
     view = run_sync(config)
     assert view.state == "succeeded" and view.counts["updated"] == 1 and not view.errors
     listed = {i["path"]: i for i in rag_service.list_documents(config)["items"]}

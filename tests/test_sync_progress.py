@@ -10,6 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from conftest import require_tesseract, require_tool
 from ocr_fixtures import render_page, save_scanned_pdf
 from stress.corpora import make_long_pdf
 from stress.harness import sandbox_children, wait_until, worker_pids
@@ -63,8 +64,7 @@ def test_a_long_pdf_reports_every_page_in_order(tmp_path: Path, sandboxed: bool)
 
 
 def test_a_scanned_pdf_being_ocred_in_the_sandbox_reports_each_page(tmp_path: Path):
-    if not ocr.ocr_status(ocr.OcrConfig(**OCR_OPTIONS)).available:
-        pytest.skip("tesseract-ocr is not installed (apt-get install tesseract-ocr)")
+    require_tesseract()
     pages = [render_page([f"Scanned page number {n} of the ledger"], dpi=120) for n in (1, 2, 3)]
     pdf = save_scanned_pdf(pages, tmp_path / "scan.pdf", dpi=120)
     observer = _Pages()
@@ -84,8 +84,7 @@ def test_a_scanned_pdf_being_ocred_in_the_sandbox_reports_each_page(tmp_path: Pa
 
 def test_a_multi_page_tiff_being_ocred_reports_each_page(tmp_path: Path):
     function = ocr.make_ocr_function(ocr.OcrConfig(**OCR_OPTIONS))
-    if function is None:
-        pytest.skip("tesseract-ocr is not installed (apt-get install tesseract-ocr)")
+    require_tool(function is not None, "tesseract-ocr", "apt-get install tesseract-ocr")
     first, second = (render_page([f"Fax sheet {n} shipping order"], dpi=120) for n in (1, 2))
     tiff = tmp_path / "fax.tiff"
     first.save(tiff, save_all=True, append_images=[second])
@@ -142,7 +141,7 @@ def test_the_jobs_percent_and_page_detail_move_inside_a_long_pdf(config: Config,
     try:
         _bytes_written(child)
     except OSError as exc:
-        pytest.skip(f"/proc/PID/io is not readable here: {exc}")
+        require_tool(False, "a readable /proc/PID/io", f"run on Linux with procfs ({exc})")
     wait_until(lambda: _bytes_written(child) >= FREEZE_AFTER_BYTES, timeout=120, interval=0.002)
     os.kill(child, signal.SIGSTOP)  # the worker can read no further page of the file
     try:

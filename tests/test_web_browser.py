@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import require_tool
 from web_fixtures import (
     PDF_PAGE2_WORDS,
     REPO,
@@ -44,11 +45,11 @@ CHROME_FLAGS = (
     "--window-size=1280,900",
 )
 
-if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
-    reason = "apt-get install -y chromium chromium-driver"
-    if os.environ.get("CI"):
-        pytest.fail(f"headless Chromium is missing on CI: {reason}", pytrace=False)
-    pytest.skip(f"headless Chromium is missing: {reason}", allow_module_level=True)
+require_tool(
+    CHROMIUM.exists() and CHROMEDRIVER.exists(),
+    "headless Chromium",
+    "apt-get install -y chromium chromium-driver",
+)
 os.environ["SE_OFFLINE"] = "true"  # selenium-manager must never try to download a browser
 webdriver = pytest.importorskip("selenium.webdriver")
 from selenium.webdriver.chrome.service import Service  # noqa: E402

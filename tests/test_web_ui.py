@@ -12,7 +12,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from stress.harness import can_mount, fill_after_sync, foreign_exclusive_lock, tmpfs
+from conftest import needs_mount
+from stress.harness import fill_after_sync, foreign_exclusive_lock, tmpfs
 from web_fixtures import (
     PDF_PAGE2_WORDS,
     SECRET_TEXT,
@@ -222,7 +223,7 @@ def test_a_write_on_a_read_only_data_dir_is_a_409_and_reads_still_answer(
     assert "--read-only" in health["read_only"]
 
 
-@pytest.mark.skipif(not can_mount(), reason="needs root with CAP_SYS_ADMIN to mount a tmpfs")
+@needs_mount
 def test_a_sync_on_a_full_disk_is_a_507_and_searches_still_answer(tmp_path: Path) -> None:
     (tmp_path / "kb").mkdir()
     (tmp_path / "kb" / "memo.md").write_text("# Memo\n\nThe invoice is due.\n", encoding="utf-8")

@@ -57,7 +57,7 @@ function render(report) {
           .map(([k, v]) => [`  ${k.replace("_", " ")}`, fmtInt(v)]),
         ["Sections", fmtInt(report.sections)],
         ["Chunks", fmtInt(report.chunks)],
-        ["Stale documents", fmtInt(report.stale_documents)],
+        ["Documents to re-index", fmtInt(report.needs_reindex_documents)],
         ["Schema version", report.schema_version === null ? "—" : String(report.schema_version)],
         ["Chunk scheme", String(report.chunk_scheme)],
       ]),

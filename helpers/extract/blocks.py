@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from helpers.errors import RagError
+
 
 class BlockKind(StrEnum):
     HEADING = "heading"  # starts a new heading level; text is the heading itself
@@ -113,24 +115,35 @@ class TextBlock:
     ocr: bool = False  # the text came from OCR (the OCR-fuzzy channel applies to it)
 
 
+# The one size-cap rule: --max-file-mb (RAGDOC_MAX_FILE_MB) counts MB of 2**20 bytes, and every
+# message about the cap uses the same unit.
+MB = 1024 * 1024
+DEFAULT_MAX_FILE_MB = 200  # a 200 MB PDF is a big manual; larger files are reported, not read
+
+
+def max_file_bytes(megabytes: int) -> int:
+    return megabytes * MB
+
+
+def file_too_large(size: int, limit_bytes: int) -> ExtractionError:
+    return ExtractionError(
+        f"file is {size / MB:.1f} MB, over the {limit_bytes / MB:.0f} MB limit",
+        "raise --max-file-mb (RAGDOC_MAX_FILE_MB) or split the file",
+    )
+
+
 @dataclass(frozen=True)
 class ExtractLimits:
-    max_file_bytes: int = 100 * 1024 * 1024  # per-file size cap; larger files are reported
+    max_file_bytes: int = max_file_bytes(DEFAULT_MAX_FILE_MB)  # larger files are reported
     max_decompressed_bytes: int = 512 * 1024 * 1024  # zip-bomb guard for OOXML/ODF/EPUB
     max_text_chars: int = 20_000_000  # stop extracting a single document past this
     max_line_chars: int = 1_000_000  # a single "line" longer than this is cut into pieces
 
 
-class ExtractionError(Exception):
+class ExtractionError(RagError):
     """A file that cannot be extracted; `hint` says what the user can do about it."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+    code = "extraction_failed"
 
 
 # Renders a PIL image of one page to OCR text; None when no OCR engine is configured.

@@ -4,8 +4,8 @@ Importing this module is cheap: format modules (and their libraries: pypdfium2, 
 are imported the first time a file of that format is extracted. Every extractor returned by
 `extractor_for` checks the file-size cap, stops past `max_text_chars` (ending with a
 BlockKind.TRUNCATED marker block), and raises only
-`ExtractionError` for a file it cannot read (any other exception is converted, with a hint;
-MemoryError alone passes through, for the caller's out-of-memory report).
+`ExtractionError` for a file it cannot read (any other exception is converted, in plain words
+with a hint, by `failures.extraction_failure`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
-from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
+from helpers.extract.blocks import (
+    BlockKind,
+    ExtractContext,
+    ExtractionError,
+    TextBlock,
+    file_too_large,
+)
+from helpers.extract.failures import extraction_failure
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +78,6 @@ _INSTALL_HINTS = {
     "odf": "pip install odfpy",
     "PIL": "pip install pillow",
 }
-_CORRUPT_HINT = "the file may be corrupt or truncated; open it in its application and save it again"
 
 
 def format_of(path: Path) -> str:
@@ -103,10 +109,7 @@ def _guarded_extract(module: str, path: Path, ctx: ExtractContext) -> Iterator[T
     except OSError as exc:
         raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
     if size > limits.max_file_bytes:
-        raise ExtractionError(
-            f"file is {size / 1e6:.1f} MB, over the {limits.max_file_bytes / 1e6:.0f} MB limit",
-            "raise ExtractLimits.max_file_bytes or split the file",
-        )
+        raise file_too_large(size, limits.max_file_bytes)
     blocks = _load(module)(path, ctx)
     emitted = 0
     try:
@@ -120,17 +123,10 @@ def _guarded_extract(module: str, path: Path, ctx: ExtractContext) -> Iterator[T
                 yield TextBlock("", block.location, BlockKind.TRUNCATED)
                 return
             yield block
-    except (ExtractionError, MemoryError):
-        raise  # callers report MemoryError as a likely decompression bomb
-    except OSError as exc:
-        raise ExtractionError(f"cannot read file: {exc.strerror or exc}") from exc
-    except RecursionError as exc:
-        raise ExtractionError("document nesting is too deep to read", _CORRUPT_HINT) from exc
+    except ExtractionError:
+        raise
     except Exception as exc:  # noqa: BLE001 - the contract: one error type per unreadable file
-        fmt = format_of(path) or "file"
-        raise ExtractionError(
-            f"{fmt} could not be read: {type(exc).__name__}: {str(exc)[:300]}", _CORRUPT_HINT
-        ) from exc
+        raise extraction_failure(exc, format_of(path)) from exc
     finally:
         close = getattr(blocks, "close", None)
         if close is not None:

@@ -279,6 +279,8 @@ def _child_context(
 
 def _child_main() -> int:
     from helpers.extract import registry as extractors
+    from helpers.extract.failures import extraction_failure
+    from helpers.extract.registry import format_of
 
     if not platform_caps.has_prctl():
         _watch_parent()
@@ -304,20 +306,9 @@ def _child_main() -> int:
                 out.write('{"block": ' + _encode(block) + "}\n")
                 out.flush()
             out.write('{"done": true}\n')
-        except ExtractionError as exc:
-            out.write(json.dumps({"error": exc.message, "hint": exc.hint}) + "\n")
-        except MemoryError:
-            out.write(
-                json.dumps(
-                    {
-                        "error": "out of memory while extracting",
-                        "hint": "the file may be a decompression bomb",
-                    }
-                )
-                + "\n"
-            )
-        except Exception as exc:  # a library bug on a hostile file: report, keep serving
-            out.write(json.dumps({"error": f"{type(exc).__name__}: {exc}"[:500]}) + "\n")
+        except Exception as exc:  # noqa: BLE001 - a hostile file: report it, keep serving
+            failure = extraction_failure(exc, format_of(path))
+            out.write(json.dumps({"error": failure.message, "hint": failure.hint}) + "\n")
         out.flush()
     for ctx in contexts.values():  # the OCR here is the one that ran: stop its vision server
         close = getattr(ctx.ocr, "close", None)

@@ -10,15 +10,15 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
+from helpers.errors import RagError
+
 LANGS_PATTERN = re.compile(r"^[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*$")  # tesseract `-l` value
 
 
-class VlmConfigError(ValueError):
+class VlmConfigError(RagError, ValueError):
     """A vision-model setting that cannot be used; `hint` says what to set instead."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(f"{message} (hint: {hint})" if hint else message)
-        self.hint = hint
+    code = "config_error"
 
 
 def langs_problem(langs: str) -> str | None:

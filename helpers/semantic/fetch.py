@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from helpers.errors import RagError
 from helpers.semantic.model import (
     DEFAULT_REPO_ID,
     ONNX_CANDIDATES,
@@ -46,10 +47,13 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 Progress = Callable[[str, int, int | None], None]  # (file, bytes done, bytes total or None)
 
 
-class FetchError(Exception):
+class FetchError(RagError):
+    """A model download that did not complete; nothing half-written is kept."""
+
+    code = "model_fetch_failed"
+
     def __init__(self, message: str, hint: str = OFFLINE_HINT) -> None:
-        super().__init__(message)
-        self.hint = hint
+        super().__init__(message, hint)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from helpers.errors import RagError
+
 DEFAULT_REPO_ID = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
 # Bump when tokenisation, pooling or normalisation code changes: old vectors must not be mixed
 # with new ones, and the fingerprint is what decides reuse.
@@ -50,12 +52,10 @@ FETCH_HINT = (
 OFF_HINT = "semantic search is switched off: start with --semantic on (or RAGDOC_SEMANTIC=on)"
 
 
-class ModelError(Exception):
+class ModelError(RagError):
     """A model folder that cannot be used; `hint` says what to do about it."""
 
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
+    code = "model_unusable"
 
 
 @dataclass(frozen=True)
@@ -371,5 +371,5 @@ def check_availability(
     try:
         info = load_model_info(found, cache_dir)
     except ModelError as exc:
-        return SemanticAvailability("unavailable", str(exc), exc.hint)
+        return SemanticAvailability("unavailable", exc.message, exc.hint)
     return SemanticAvailability("ready", f"model {info.name} ({info.onnx_file.name})", "", info)

@@ -16,6 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from helpers.errors import RagError
+from helpers.sqlite_read import connect_read_only  # also opens a read-only data dir
+
 # Vectors per semantic_blocks row. Packed 1,024-vector rows scanned twice as fast as one row per
 # vector (199 vs 397 ms for 200k x 384 with numpy, stack-facts), and a block stays under 1 MB
 # (1,024 x 384 x 2 bytes = 768 KB), so a scan streams in bounded memory.
@@ -145,12 +148,10 @@ def exact_top_k(
     return top.result()
 
 
-class ScanError(ValueError):
+class ScanError(RagError, ValueError):
     """A generation that cannot be scanned; `hint` says what to do."""
 
-    def __init__(self, message: str, hint: str) -> None:
-        super().__init__(message)
-        self.hint = hint
+    code = "vectors_unreadable"
 
 
 # Read-only scans map the file instead of copying every page through SQLite's cache: 60 vs
@@ -185,8 +186,6 @@ class GenerationScanner:
         path = Path(db)
         if not path.is_absolute() or not path.is_file():
             raise ScanError(f"index not found: {db}", "pass the absolute path of the index")
-        from rag_db import connect_read_only  # stdlib only; also opens a read-only data dir
-
         conn = connect_read_only(path)
         try:
             key = (str(path), *self._check(conn, generation, expected_fingerprint, dim))

@@ -15,11 +15,11 @@ from helpers.extract.blocks import BlockKind, Location, TextBlock
 from helpers.text import thai
 from helpers.text.token_estimate import estimate_tokens
 
-# Bump when the output of this module changes: documents indexed with another scheme are stale
-# and the next sync re-extracts them. 3: token estimate per character run (code identifiers,
-# paths, hex and base64 no longer overflow the encoder window). 4: PDF pages carry their outline
-# section and printed page label, are cut at section headings, and lose per-chapter and
-# odd/even running headers.
+# Bump when the output of this module changes: documents indexed with another scheme are
+# `needs_reindex` and the next sync re-extracts them. 3: token estimate per character run (code
+# identifiers, paths, hex and base64 no longer overflow the encoder window). 4: PDF pages carry
+# their outline section and printed page label, are cut at section headings, and lose
+# per-chapter and odd/even running headers.
 CHUNK_SCHEME = 4
 PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
 CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
