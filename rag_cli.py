@@ -16,7 +16,7 @@ from rag_service import FINAL_STATES, JobView, progress_line
 DEMO_QUERIES = ("invoice payment terms", "отчёт о продажах", "การประชุม", "budget.csv")
 
 
-def _parser() -> argparse.ArgumentParser:
+def command_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rag_server.py [options]")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("sync", help="index new and changed files (progress on stderr)")
@@ -116,7 +116,7 @@ def print_search(result_dict: dict[str, Any], explain: bool) -> None:
 
 
 def run(config: Config, argv: list[str]) -> int:
-    args = _parser().parse_args(argv)
+    args = command_parser().parse_args(argv)
     try:
         return _dispatch(config, args)
     except RagError as exc:
@@ -196,18 +196,3 @@ def _model_fetch(args: argparse.Namespace) -> int:
     sys.stderr.write("\n")
     print(f"model ready in {result.model_dir} ({result.downloaded_bytes / 1e6:.1f} MB downloaded)")
     return 0
-
-
-def cli_main(argv: list[str] | None = None) -> int:
-    """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
-    it prints the commands rather than starting an MCP server on a terminal)."""
-    from rag_config import add_config_arguments
-    from rag_server import main as server_main
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    options = argparse.ArgumentParser(add_help=False)
-    add_config_arguments(options)
-    if not options.parse_known_args(args)[1]:
-        _parser().print_help(sys.stderr)
-        return 2
-    return server_main(args)

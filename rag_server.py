@@ -227,5 +227,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
+    it prints the commands rather than starting an MCP server on a terminal)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    options = argparse.ArgumentParser(add_help=False)
+    add_config_arguments(options)
+    if not options.parse_known_args(args)[1]:
+        rag_cli.command_parser().print_help(sys.stderr)
+        return 2
+    return main(args)
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -13,13 +13,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 TOP_LEVEL = frozenset(p.stem for p in REPO.glob("*.py"))
 
-FACES = frozenset({"rag_server", "rag_cli", "web_ui", "main", "rag_eval"})
+# rag_http (the Streamable HTTP transport) and rag_resources (documents as MCP resources) are
+# parts of the MCP server's face.
+FACES = frozenset(
+    {"rag_server", "rag_cli", "rag_http", "rag_resources", "web_ui", "main", "rag_eval"}
+)
 SHARED = frozenset({"rag_config", "rag_errors", "rag_results", "rag_mcp_models"})
 SERVICE = "rag_service"
 # What each face may import of ours besides rag_service and the shared modules.
 FACE_EXTRAS: dict[str, frozenset[str]] = {
-    "rag_server": frozenset({"rag_cli"}),  # the terminal commands are the server's own
-    "main": frozenset({"web_ui"}),  # the console's launcher
+    "rag_server": frozenset({"rag_cli", "rag_http", "rag_resources"}),  # the server's own parts
+    "main": frozenset({"web_ui", "helpers.web_guard"}),  # the console's launcher
+    # The Host/Origin checks the console and the HTTP transport share (pure functions).
+    "web_ui": frozenset({"helpers.web_guard"}),
+    "rag_http": frozenset({"helpers.web_guard"}),
     "rag_eval": frozenset({"helpers.eval_metrics"}),
 }
 WORKER = "sync_job_worker"
