@@ -96,6 +96,13 @@ HYBRID_LEXICAL_BASE = 0.5
 HYBRID_MARGIN_GAIN = 0.5
 HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
 
+# Hub prior: a section's fused score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
+# helpers.text.hubs), in every mode. A contents page, an index or a list of questions mentions
+# every topic and answers none, so it matches any query; the prior moves it behind sections that
+# match about as well, and it still ranks (first, when nothing else matches). Strength from the
+# ablation in bench/RESULTS.md.
+HUB_PRIOR = 0.9
+
 LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "filename": channel_filename,
     "words": channel_words,
@@ -241,6 +248,41 @@ def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
     return min(high, max(low, share))
 
 
+def apply_hub_prior(
+    fused: list[tuple[int, float, dict[str, ChannelRank]]],
+    hubs: dict[int, float],
+    strength: float = HUB_PRIOR,
+) -> list[tuple[int, float, dict[str, ChannelRank]]]:
+    """Lower hub sections' scores by a bounded factor and re-sort (stable: ties keep order)."""
+    if not hubs or strength <= 0:
+        return fused
+    lowered = [
+        (cid, score * (1.0 - strength * hubs.get(cid, 0.0)), ranks) for cid, score, ranks in fused
+    ]
+    return sorted(lowered, key=lambda x: -round(x[1], 12))
+
+
+def chunk_hubs(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, float]:
+    """Chunk id -> its section's hub score, for the chunks whose section has one. An index of
+    schema 4 or older opened read-only has no sections.hub column: no prior then."""
+    found: dict[int, float] = {}
+    for start in range(0, len(chunk_ids), 500):
+        batch = chunk_ids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        try:
+            rows = conn.execute(
+                "SELECT c.id, s.hub FROM chunks c JOIN sections s ON s.id = c.section_id "
+                f"WHERE c.id IN ({marks}) AND s.hub > 0",
+                batch,
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such column" in str(exc):
+                return {}
+            raise
+        found.update((row[0], row[1]) for row in rows)
+    return found
+
+
 def _tie_keys(conn: sqlite3.Connection, ids: list[int]) -> dict[int, TieKey]:
     keys: dict[int, TieKey] = {}
     for start in range(0, len(ids), 500):
@@ -291,6 +333,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
     fused = fuse_channels(results, lambda ids: section_ids(conn, ids))
+    fused = apply_hub_prior(fused, chunk_hubs(conn, [cid for cid, _, _ in fused]))
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     return SearchResult(
