@@ -157,14 +157,19 @@ def rrf_fuse(
 def fuse_channels(
     results: list[ChannelResult],
     section_of: Callable[[list[int]], dict[int, int]] | None = None,
+    hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """Lexical channels alone: RRF. With semantic candidates: hybrid_fuse (needs `section_of`,
-    chunk id -> parent section id)."""
+    """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
+    hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
+    to their section's hub score (none: no prior)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
-        return rrf_fuse(results, CHANNEL_WEIGHTS)
-    return hybrid_fuse(lexical, semantic[0], section_of)
+        fused = rrf_fuse(results, CHANNEL_WEIGHTS)
+        if hubs_of is None:
+            return fused
+        return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
+    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of)
 
 
 def lexical_evidence(lexical: list[ChannelResult]) -> dict[int, float]:
@@ -190,6 +195,7 @@ def hybrid_fuse(
     lexical: list[ChannelResult],
     semantic: ChannelResult,
     section_of: Callable[[list[int]], dict[int, int]],
+    hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (hybrid_share).
@@ -198,6 +204,9 @@ def hybrid_fuse(
     chunks of the same passage (at chunk level that agreement was lost and hybrid fell below
     semantic alone on the FAQ sets). Each side keeps its best chunk per section; the section is
     represented by the lexical chunk when there is one (its snippet shows the query words).
+    The hub prior lowers hub sections on each side before the mix, and each side is scaled
+    back to a best of 1: a hub falls behind sections that match about as well on that side,
+    but when only hubs hold the query's words it keeps the full lexical weight.
     """
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
     evidence = lexical_evidence(lexical)
@@ -225,6 +234,11 @@ def hybrid_fuse(
         high, low = max(cosine_best.values()), min(cosine_best.values())
         spread = (high - low) or 1.0
         cosine_best = {sec: (c - low) / spread for sec, c in cosine_best.items()}
+    if hubs_of is not None:
+        hubs = hubs_of(list(chosen.values()))
+        section_hub = {sec: hubs.get(cid, 0.0) for sec, cid in chosen.items()}
+        lexical_best = _lowered_side(lexical_best, section_hub)
+        cosine_best = _lowered_side(cosine_best, section_hub)
     share = hybrid_share(list(lexical_best.values()), list(cosine_best.values()))
     combined = {sec: share * value for sec, value in lexical_best.items()}
     for sec, value in cosine_best.items():
@@ -233,6 +247,13 @@ def hybrid_fuse(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
     )
+
+
+def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int, float]:
+    """One side's 0-1 section scores with the hub prior applied, rescaled to a best of 1."""
+    lowered = {sec: v * (1.0 - HUB_PRIOR * hubs.get(sec, 0.0)) for sec, v in scores.items()}
+    best = max(lowered.values(), default=0.0)
+    return {sec: v / best for sec, v in lowered.items()} if best > 0 else lowered
 
 
 def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
@@ -332,8 +353,9 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
-    fused = fuse_channels(results, lambda ids: section_ids(conn, ids))
-    fused = apply_hub_prior(fused, chunk_hubs(conn, [cid for cid, _, _ in fused]))
+    fused = fuse_channels(
+        results, lambda ids: section_ids(conn, ids), lambda ids: chunk_hubs(conn, ids)
+    )
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     return SearchResult(

@@ -123,8 +123,11 @@ def fuse(
         fused = [(c, s) for c, s, _ in rag_search.rrf_fuse([sem], rag_search.CHANNEL_WEIGHTS)]
         by_section = _best_per_section(fused, chunk_section)
     else:
-        by_section = _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share)
-    if hub > 0:
+        hubs = data["hubs"] if hub > 0 else {}
+        by_section = _hybrid(
+            lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hubs, hub
+        )
+    if hub > 0 and mode != "hybrid":
         hubs = data["hubs"]
         by_section = {s: v * (1 - hub * hubs.get(s, 0.0)) for s, v in by_section.items()}
     if doc_agg > 0:
@@ -163,7 +166,13 @@ def _agg(values: list[float], child_agg: float) -> float:
     return values[0] + child_agg * sum(values[1:3])
 
 
-def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share):  # type: ignore[no-untyped-def]
+def _lowered(scores: dict[int, float], hubs: dict[int, float], hub: float) -> dict[int, float]:
+    lowered = {s: v * (1 - hub * hubs.get(s, 0.0)) for s, v in scores.items()}
+    best = max(lowered.values(), default=0.0)
+    return {s: v / best for s, v in lowered.items()} if best > 0 else lowered
+
+
+def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hubs, hub):  # type: ignore[no-untyped-def]
     evidence = rag_search.lexical_evidence(lexical)
     lex: dict[int, list[float]] = {}
     for cid, value in evidence.items():
@@ -188,6 +197,9 @@ def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share):  #
         if child_agg:
             top = max(cosine_best.values()) or 1.0
             cosine_best = {s: v / top for s, v in cosine_best.items()}
+    if hubs:
+        lexical_best = _lowered(lexical_best, hubs, hub)
+        cosine_best = _lowered(cosine_best, hubs, hub)
     if fixed_share is None:
         old = rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN
         rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN = base, gain

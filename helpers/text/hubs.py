@@ -71,7 +71,8 @@ _INDEX_RUN = re.compile(
 )
 _OUTLINE_START = re.compile(rf"^(?:{_OUTLINE})\s+\S")
 _LINK = re.compile(r"\[[^\]\n]{1,200}\]\([^)\s]{1,500}\)|https?://\S+|www\.\S+")
-_BULLET_START = re.compile(r"^\s*(?:[-*+•·▪►◦]|\(?[a-zA-Z0-9]{1,3}[.)])\s+")
+# A list bullet (`- item`, `* item`); `-a` (an option name) has no blank after the dash.
+_BULLET = re.compile(r"^[-*+•·▪►◦]\s+")
 _CLOSING = re.compile(r"[.!。！;；:：,，]\s*$")
 _QUESTION_END = re.compile(r"[?？]\s*[)\"'”»]?\s*$")
 _HARD_END = re.compile(r"(?:[.!。！?？:：]|\d)\s*$")
@@ -123,7 +124,7 @@ def _entries(text: str) -> list[str]:
     pieces: list[str] = []
     for part in _split_index_runs(_join_wrapped(text)):
         for piece in _BOUNDARY.split(part):
-            piece = piece.strip()
+            piece = _BULLET.sub("", piece.strip())
             if piece:
                 pieces.append(piece)
     return pieces
