@@ -56,18 +56,21 @@ _OUTLINE = r"\d{1,3}(?:\.\d{1,3})*\.?(?:\d{1,3})?"
 _BOUNDARY = re.compile(
     r"\n+"  # a line break
     r"|(?<=[?？])\s+"  # after a question
-    r"|\s+(?=\d{1,3}(?:\.\d{1,3})+\.?\s+\D)"  # before a dotted outline number: 1.2 / 1.2.
-    r"|\s+(?=\d{1,3}\.\s+[^\d\s])"  # before a numbered item: "3. Title"
-    r"|\s+[|»•·▪►◦]\s+"  # a separator between blanks (`next | previous`, `Python » FAQ`)
+    # (whitespace runs are matched from their start only and possessively: a page of blanks
+    # stays linear)
+    r"|(?<!\s)\s++(?=\d{1,3}(?:\.\d{1,3})+\.?\s+\D)"  # before a dotted outline number: 1.2
+    r"|(?<!\s)\s++(?=\d{1,3}\.\s+[^\d\s])"  # before a numbered item: "3. Title"
+    r"|(?<!\s)\s++[|»•·▪►◦]\s+"  # a separator between blanks (`next | previous`, `A » B`)
     r"|^\s*[•·▪►◦]\s+"  # a bullet at the start
 )
 # A dot leader (or an ellipsis run) before a page number, anywhere: splits flattened contents.
-_LEADER_PAGE = re.compile(r"(?:(?:\.\s?){3,}|…+|_{3,})\s*\d{1,4}\b")
+# Possessive runs and a start only where a run begins keep a page of 4,000 dots linear.
+_LEADER_PAGE = re.compile(r"(?<![.…_])(?<!\.\s)(?:(?:\.\s?){3,}+|…++|_{3,}+)\s*+\d{1,4}\b")
 # Page numbers closing an entry: `Install 17`, `apt-get, 12, 45-47`, `Index 113–117`.
 _PAGEREF_END = re.compile(r"(?:[\s,]+\d{1,4}(?:\s?[-–]\s?\d{1,4})?)+\s*$")
 # Back-of-book index entries run together on one line: `aptitude, 13 archive, 4, 5-7 ...`.
 _INDEX_RUN = re.compile(
-    r"[^\W\d_][^\s,]*,\s?\d{1,4}(?:\s?[-–]\s?\d{1,4})?(?:,\s?\d{1,4}(?:\s?[-–]\s?\d{1,4})?)*"
+    r"(?<![^\s,])[^\W\d_][^\s,]*+,\s?\d{1,4}(?:\s?[-–]\s?\d{1,4})?(?:,\s?\d{1,4}(?:\s?[-–]\s?\d{1,4})?)*"
 )
 _OUTLINE_START = re.compile(rf"^(?:{_OUTLINE})\s+\S")
 _LINK = re.compile(r"\[[^\]\n]{1,200}\]\([^)\s]{1,500}\)|https?://\S+|www\.\S+")
