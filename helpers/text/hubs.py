@@ -54,6 +54,7 @@ SHARE_CEIL = 0.75
 _OUTLINE = r"\d{1,3}(?:\.\d{1,3})*\.?(?:\d{1,3})?"
 # Where a new entry starts (zero-width split points; text is never lost).
 _BOUNDARY = re.compile(
+    r"(?=\s)(?:"  # every boundary starts at a blank: other positions are rejected at once
     r"\n+"  # a line break
     r"|(?<=[?？])\s+"  # after a question
     # (whitespace runs are matched from their start only and possessively: a page of blanks
@@ -61,7 +62,7 @@ _BOUNDARY = re.compile(
     r"|(?<!\s)\s++(?=\d{1,3}(?:\.\d{1,3})+\.?\s+\D)"  # before a dotted outline number: 1.2
     r"|(?<!\s)\s++(?=\d{1,3}\.\s+[^\d\s])"  # before a numbered item: "3. Title"
     r"|(?<!\s)\s++[|»•·▪►◦]\s+"  # a separator between blanks (`next | previous`, `A » B`)
-    r"|^\s*[•·▪►◦]\s+"  # a bullet at the start
+    r")"
 )
 # A dot leader (or an ellipsis run) before a page number, anywhere: splits flattened contents.
 # Possessive runs and a start only where a run begins keep a page of 4,000 dots linear.
@@ -72,6 +73,9 @@ _PAGEREF_END = re.compile(r"(?:[\s,]+\d{1,4}(?:\s?[-–]\s?\d{1,4})?)+\s*$")
 _INDEX_RUN = re.compile(
     r"(?<![^\s,])[^\W\d_][^\s,]*+,\s?\d{1,4}(?:\s?[-–]\s?\d{1,4})?(?:,\s?\d{1,4}(?:\s?[-–]\s?\d{1,4})?)*"
 )
+_LEADER_CUE = re.compile(r"\.\s?\.\s?\.|…|___")
+_INDEX_CUE = re.compile(r",\s?\d")
+_LINK_CUE = re.compile(r"\]\(|https?:|www\.")
 _OUTLINE_START = re.compile(rf"^(?:{_OUTLINE})\s+\S")
 _LINK = re.compile(r"\[[^\]\n]{1,200}\]\([^)\s]{1,500}\)|https?://\S+|www\.\S+")
 # A list bullet (`- item`, `* item`); `-a` (an option name) has no blank after the dash.
@@ -154,8 +158,9 @@ def _split_index_runs(text: str) -> list[str]:
     """Cut after every dot-leader page number, page list and link, so a flattened contents
     page or index falls apart into its entries."""
     cuts: list[int] = []
-    for pattern in (_LEADER_PAGE, _INDEX_RUN, _LINK):
-        cuts.extend(m.end() for m in pattern.finditer(text))
+    for pattern, cue in ((_LEADER_PAGE, _LEADER_CUE), (_INDEX_RUN, _INDEX_CUE), (_LINK, _LINK_CUE)):
+        if cue.search(text):  # a cheap scan first: most prose has none of these
+            cuts.extend(m.end() for m in pattern.finditer(text))
     if not cuts:
         return [text]
     out: list[str] = []
