@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import SHARED, make_config
+from conftest import SHARED, make_config, undo_migration_5
 from format_fixtures import write_text_pdf
 
 import rag_db
@@ -203,8 +203,7 @@ def test_migration_5_backfills_the_scores_of_an_existing_index(
     source.backup(target)
     source.close()
     expected = {row[0]: row[1] for row in target.execute("SELECT id, hub FROM sections")}
-    target.execute("ALTER TABLE sections DROP COLUMN hub")  # the file as schema 4 left it
-    target.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    undo_migration_5(target)  # the file as schema 4 left it
     target.commit()
     target.close()
     conn = rag_db.open_index(db)
@@ -224,7 +223,7 @@ def test_a_schema_4_index_read_only_searches_without_the_prior(
     target = sqlite3.connect(db)
     source.backup(target)
     source.close()
-    target.execute("ALTER TABLE sections DROP COLUMN hub")
+    undo_migration_5(target)
     target.commit()
     target.close()
     conn = rag_db.connect(db, readonly=True)
