@@ -3,7 +3,9 @@ lists, with and without line breaks, against prose that is full of lists and num
 
 from __future__ import annotations
 
+import html
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -160,3 +162,52 @@ def test_short_text_and_a_pair_of_questions_are_not_judged() -> None:
     assert hub_score("Contents") == 0.0
     assert hub_score("Why is the sky blue? Why is grass green? " + PROSE) == 0.0
     assert hub_score("") == 0.0
+
+
+# -- every hub kind in every format, through the real extractor and chunker ----------------------
+def _write(path: Path, lines: list[str]) -> Path:
+    import docx
+    from format_fixtures import write_text_pdf
+
+    if path.suffix == ".pdf":
+        return write_text_pdf(path, [lines])
+    if path.suffix == ".docx":
+        document = docx.Document()
+        for line in lines:
+            document.add_paragraph(line)
+        document.save(str(path))
+        return path
+    if path.suffix == ".html":
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        path.write_text(f"<html><body><main><ul>{items}</ul></main></body></html>", "utf-8")
+        return path
+    path.write_text("\n\n".join(lines) + "\n", "utf-8")
+    return path
+
+
+KINDS = {
+    "contents": [line.replace(". ", ".") for line in _dot_leader_contents()],
+    "index": ["Index", *_back_of_book_index()],
+    "links": [f"{t} https://intranet.example.com/{t.split()[0].lower()}" for t in TOPICS],
+    "questions": [f"How do I handle {t.lower()}?" for t in TOPICS],
+    "prose": [PROSE[i : i + 80] for i in range(0, len(PROSE), 80)],
+}
+
+
+@pytest.mark.parametrize("suffix", [".pdf", ".docx", ".html", ".md"])
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_hub_kind_scores_in_every_format(tmp_path: Path, kind: str, suffix: str) -> None:
+    from helpers.extract import registry
+    from helpers.extract.blocks import ExtractContext
+    from helpers.text.chunking import build_sections
+
+    path = _write(tmp_path / f"page{suffix}", KINDS[kind])
+    extract = registry.extractor_for(path)
+    assert extract is not None
+    sections = list(build_sections(extract(path, ExtractContext())))
+    assert sections
+    scores = [hub_score(s.text) for s in sections]
+    if kind == "prose":
+        assert max(scores) == 0.0, (suffix, scores, sections[0].text[:300])
+    else:
+        assert min(scores) >= 0.8, (kind, suffix, scores, sections[0].text[:300])
