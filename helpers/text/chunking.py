@@ -17,9 +17,8 @@ from helpers.text.token_estimate import estimate_tokens
 
 # Bump when the output of this module changes: documents indexed with another scheme are stale
 # and the next sync re-extracts them. 3: token estimate per character run (code identifiers,
-# paths, hex and base64 no longer overflow the encoder window). 4: children show a table's column
-# names without the Markdown rule line.
-CHUNK_SCHEME = 4
+# paths, hex and base64 no longer overflow the encoder window).
+CHUNK_SCHEME = 3
 PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
 CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
 CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole in one child
@@ -27,7 +26,6 @@ BREADCRUMB_MAX_SHARE = 1 / 3  # longer breadcrumbs are elided from the middle
 TABLE_HEADER_MAX_SHARE = 1 / 2  # a longer header is cut in children so rows keep some room
 CODE_BLOCK_MAX_CHARS = 2000  # fenced code up to this stays one piece; longer is split by lines
 
-_RULE_LINE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _WORD = re.compile(r"\S+\s*|\s+")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 
@@ -186,7 +184,7 @@ def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool)
     atoms: list[tuple[str, int, TextBlock]] = []  # (text, tokens, source block)
     for block in pieces:
         if block.kind == BlockKind.TABLE_ROW and block.table_header:
-            fitted = _fit_header(_child_header(block.table_header), header_limit)
+            fitted = _fit_header(block.table_header, header_limit)
             block = block if fitted == block.table_header else replace(block, table_header=fitted)
         atomic = block.kind == BlockKind.TABLE_ROW or (
             block.kind == BlockKind.CODE and len(block.text) <= CODE_BLOCK_MAX_CHARS
@@ -220,13 +218,6 @@ def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool)
         shown_header = header or shown_header
     if window and (not emitted_any or any(a[1] for a in window)):
         yield _child(window, crumb, location, ocr)
-
-
-def _child_header(header: str) -> str:
-    """The header as children show it: column names without the Markdown `|---|` rule line,
-    which adds tokens to every child and no meaning (the parent keeps the whole header)."""
-    lines = [line for line in header.splitlines() if not _RULE_LINE.match(line)]
-    return "\n".join(lines) if lines else header
 
 
 def _fit_header(header: str, limit: int) -> str:
