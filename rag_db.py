@@ -14,7 +14,7 @@ from helpers.text.hubs import hub_score
 SCHEMA_VERSION = 5
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
-# rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.section_hubs).
+# rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs).
 READABLE_FROM_VERSION = 2
 # Writers hold the lock for one small document or one batch of a big one (about a second,
 # rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue

@@ -11,8 +11,9 @@ Channels (each can be switched off for ablation through SearchOptions.channels):
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
 Lexical channels are fused by RRF; in hybrid mode, lexical evidence and the semantic cosine are
-combined per parent section (hybrid_fuse). Fusion is deterministic: fixed constants and weights,
-ties broken by path, then position in the file.
+combined per parent section (hybrid_fuse). In every mode, hub sections (contents pages, indexes,
+lists of questions or links: sections.hub) are lowered by a bounded prior (HUB_PRIOR). Fusion
+is deterministic: fixed constants and weights, ties broken by path, then position in the file.
 """
 
 from __future__ import annotations
@@ -96,11 +97,12 @@ HYBRID_LEXICAL_BASE = 0.5
 HYBRID_MARGIN_GAIN = 0.5
 HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
 
-# Hub prior: a section's fused score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
-# helpers.text.hubs), in every mode. A contents page, an index or a list of questions mentions
+# Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
+# helpers.text.hubs) in every mode: the fused RRF score in lexical and semantic mode, each side's
+# section score in hybrid (hybrid_fuse). A contents page, an index or a list of questions mentions
 # every topic and answers none, so it matches any query; the prior moves it behind sections that
-# match about as well, and it still ranks (first, when nothing else matches). Strength from the
-# ablation in bench/RESULTS.md.
+# match about as well, and it still ranks (first, when only hubs hold the query's words). 0.9
+# from the ablation in bench/RESULTS.md (1.0 would score a hub 0: no longer a bounded prior).
 HUB_PRIOR = 0.9
 
 LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
@@ -272,9 +274,11 @@ def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
 def apply_hub_prior(
     fused: list[tuple[int, float, dict[str, ChannelRank]]],
     hubs: dict[int, float],
-    strength: float = HUB_PRIOR,
+    strength: float | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """Lower hub sections' scores by a bounded factor and re-sort (stable: ties keep order)."""
+    """Lower hub sections' scores by a bounded factor (default HUB_PRIOR) and re-sort (stable:
+    ties keep their order)."""
+    strength = HUB_PRIOR if strength is None else strength
     if not hubs or strength <= 0:
         return fused
     lowered = [
