@@ -10,13 +10,14 @@ from pathlib import Path
 
 from helpers.sqlite_read import BUSY_TIMEOUT_MS, closed_on_error, connect_read_only, connect_uri
 from helpers.text.cjk import index_text
+from helpers.text.hubs import hub_score
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
-# rag_jobs; chunks_cjk, see lexical_cjk).
+# rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs).
 READABLE_FROM_VERSION = 2
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -254,6 +255,12 @@ END;
 -- written"); NULL between files. Pollers get numbers, not a sentence to parse.
 ALTER TABLE jobs ADD COLUMN file_progress TEXT;
 """,
+    5: """
+-- How much a section reads like a contents page, an index or a list of links or questions
+-- (helpers.text.hubs, 0 = prose .. 1 = hub): search lowers such sections as a bounded prior.
+-- rag_sync_write fills it for every new section; the backfill scores the existing ones.
+ALTER TABLE sections ADD COLUMN hub REAL NOT NULL DEFAULT 0;
+""",
 }
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
 
@@ -276,8 +283,27 @@ def _backfill_cjk(conn: sqlite3.Connection) -> None:
         )
 
 
+def _backfill_hubs(conn: sqlite3.Connection) -> None:
+    """Hub scores for the sections an older version indexed, from their stored text (the same
+    pure function of the text that rag_sync_write applies, so no re-extraction is needed)."""
+    last = 0
+    while True:
+        rows = conn.execute(
+            "SELECT id, text FROM sections WHERE id > ? ORDER BY id LIMIT ?",
+            (last, BACKFILL_PAGE_ROWS),
+        ).fetchall()
+        if not rows:
+            return
+        last = rows[-1][0]
+        scores = [(score, row[0]) for row in rows if (score := hub_score(row[1])) > 0]
+        conn.executemany("UPDATE sections SET hub = ? WHERE id = ?", scores)
+
+
 # Steps a migration's SQL cannot express, run in the same transaction right after it.
-_MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {4: _backfill_cjk}
+_MIGRATION_BACKFILLS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    4: _backfill_cjk,
+    5: _backfill_hubs,
+}
 
 
 def connect(

@@ -11,8 +11,9 @@ Channels (each can be switched off for ablation through SearchOptions.channels):
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
 Lexical channels are fused by RRF; in hybrid mode, lexical evidence and the semantic cosine are
-combined per parent section (hybrid_fuse). Fusion is deterministic: fixed constants and weights,
-ties broken by path, then position in the file.
+combined per parent section (hybrid_fuse). In every mode, hub sections (contents pages, indexes,
+lists of questions or links: sections.hub) are lowered by a bounded prior (HUB_PRIOR). Fusion
+is deterministic: fixed constants and weights, ties broken by path, then position in the file.
 """
 
 from __future__ import annotations
@@ -96,6 +97,14 @@ HYBRID_LEXICAL_BASE = 0.5
 HYBRID_MARGIN_GAIN = 0.5
 HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
 
+# Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
+# helpers.text.hubs) in every mode: the fused RRF score in lexical and semantic mode, each side's
+# section score in hybrid (hybrid_fuse). A contents page, an index or a list of questions mentions
+# every topic and answers none, so it matches any query; the prior moves it behind sections that
+# match about as well, and it still ranks (first, when only hubs hold the query's words). 0.9
+# from the ablation in bench/RESULTS.md (1.0 would score a hub 0: no longer a bounded prior).
+HUB_PRIOR = 0.9
+
 LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "filename": channel_filename,
     "words": channel_words,
@@ -150,14 +159,19 @@ def rrf_fuse(
 def fuse_channels(
     results: list[ChannelResult],
     section_of: Callable[[list[int]], dict[int, int]] | None = None,
+    hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """Lexical channels alone: RRF. With semantic candidates: hybrid_fuse (needs `section_of`,
-    chunk id -> parent section id)."""
+    """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
+    hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
+    to their section's hub score (none: no prior)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
-        return rrf_fuse(results, CHANNEL_WEIGHTS)
-    return hybrid_fuse(lexical, semantic[0], section_of)
+        fused = rrf_fuse(results, CHANNEL_WEIGHTS)
+        if hubs_of is None:
+            return fused
+        return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
+    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of)
 
 
 def lexical_evidence(lexical: list[ChannelResult]) -> dict[int, float]:
@@ -183,6 +197,7 @@ def hybrid_fuse(
     lexical: list[ChannelResult],
     semantic: ChannelResult,
     section_of: Callable[[list[int]], dict[int, int]],
+    hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (hybrid_share).
@@ -191,6 +206,9 @@ def hybrid_fuse(
     chunks of the same passage (at chunk level that agreement was lost and hybrid fell below
     semantic alone on the FAQ sets). Each side keeps its best chunk per section; the section is
     represented by the lexical chunk when there is one (its snippet shows the query words).
+    The hub prior lowers hub sections on each side before the mix, and each side is scaled
+    back to a best of 1: a hub falls behind sections that match about as well on that side,
+    but when only hubs hold the query's words it keeps the full lexical weight.
     """
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
     evidence = lexical_evidence(lexical)
@@ -218,6 +236,11 @@ def hybrid_fuse(
         high, low = max(cosine_best.values()), min(cosine_best.values())
         spread = (high - low) or 1.0
         cosine_best = {sec: (c - low) / spread for sec, c in cosine_best.items()}
+    if hubs_of is not None:
+        hubs = hubs_of(list(chosen.values()))
+        section_hub = {sec: hubs.get(cid, 0.0) for sec, cid in chosen.items()}
+        lexical_best = _lowered_side(lexical_best, section_hub)
+        cosine_best = _lowered_side(cosine_best, section_hub)
     share = hybrid_share(list(lexical_best.values()), list(cosine_best.values()))
     combined = {sec: share * value for sec, value in lexical_best.items()}
     for sec, value in cosine_best.items():
@@ -226,6 +249,13 @@ def hybrid_fuse(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
     )
+
+
+def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int, float]:
+    """One side's 0-1 section scores with the hub prior applied, rescaled to a best of 1."""
+    lowered = {sec: v * (1.0 - HUB_PRIOR * hubs.get(sec, 0.0)) for sec, v in scores.items()}
+    best = max(lowered.values(), default=0.0)
+    return {sec: v / best for sec, v in lowered.items()} if best > 0 else lowered
 
 
 def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
@@ -239,6 +269,43 @@ def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
     share = HYBRID_LEXICAL_BASE + HYBRID_MARGIN_GAIN * (margin(lexical) - margin(semantic))
     low, high = HYBRID_SHARE_BOUNDS
     return min(high, max(low, share))
+
+
+def apply_hub_prior(
+    fused: list[tuple[int, float, dict[str, ChannelRank]]],
+    hubs: dict[int, float],
+    strength: float | None = None,
+) -> list[tuple[int, float, dict[str, ChannelRank]]]:
+    """Lower hub sections' scores by a bounded factor (default HUB_PRIOR) and re-sort (stable:
+    ties keep their order)."""
+    strength = HUB_PRIOR if strength is None else strength
+    if not hubs or strength <= 0:
+        return fused
+    lowered = [
+        (cid, score * (1.0 - strength * hubs.get(cid, 0.0)), ranks) for cid, score, ranks in fused
+    ]
+    return sorted(lowered, key=lambda x: -round(x[1], 12))
+
+
+def chunk_hubs(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, float]:
+    """Chunk id -> its section's hub score, for the chunks whose section has one. An index of
+    schema 4 or older opened read-only has no sections.hub column: no prior then."""
+    found: dict[int, float] = {}
+    for start in range(0, len(chunk_ids), 500):
+        batch = chunk_ids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        try:
+            rows = conn.execute(
+                "SELECT c.id, s.hub FROM chunks c JOIN sections s ON s.id = c.section_id "
+                f"WHERE c.id IN ({marks}) AND s.hub > 0",
+                batch,
+            ).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such column" in str(exc):
+                return {}
+            raise
+        found.update((row[0], row[1]) for row in rows)
+    return found
 
 
 def _tie_keys(conn: sqlite3.Connection, ids: list[int]) -> dict[int, TieKey]:
@@ -290,7 +357,9 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
-    fused = fuse_channels(results, lambda ids: section_ids(conn, ids))
+    fused = fuse_channels(
+        results, lambda ids: section_ids(conn, ids), lambda ids: chunk_hubs(conn, ids)
+    )
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     return SearchResult(

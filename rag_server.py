@@ -227,7 +227,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-
 def cli_main(argv: list[str] | None = None) -> int:
     """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
     it prints the commands rather than starting an MCP server on a terminal)."""
@@ -235,6 +234,8 @@ def cli_main(argv: list[str] | None = None) -> int:
     options = argparse.ArgumentParser(add_help=False)
     add_config_arguments(options)
     if not options.parse_known_args(args)[1]:
+        import rag_cli
+
         rag_cli.command_parser().print_help(sys.stderr)
         return 2
     return main(args)

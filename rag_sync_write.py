@@ -26,6 +26,7 @@ from helpers.lexical.common import STAGING_PATH_PREFIX, hidden_document_ids
 from helpers.safety import FileEntry
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
+from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
 from rag_db import write_transaction
 
@@ -400,8 +401,14 @@ def _insert_sections(
     chunks = 0
     for ordinal, section in enumerate(sections, start=first_ordinal):
         section_id = conn.execute(
-            "INSERT INTO sections(document_id, ordinal, text, location) VALUES (?,?,?,?)",
-            (doc_id, ordinal, section.text, json.dumps(section.location.to_dict())),
+            "INSERT INTO sections(document_id, ordinal, text, location, hub) VALUES (?,?,?,?,?)",
+            (
+                doc_id,
+                ordinal,
+                section.text,
+                json.dumps(section.location.to_dict()),
+                hub_score(section.text),
+            ),
         ).lastrowid
         for child_ordinal, child in enumerate(section.children):
             norm = fold(child.text)

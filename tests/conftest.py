@@ -142,8 +142,15 @@ def no_state_in_the_real_home() -> object:
     assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
 
 
+def undo_migration_5(conn: sqlite3.Connection) -> None:
+    """An index as schema 4 left it (no sections.hub)."""
+    conn.execute("ALTER TABLE sections DROP COLUMN hub")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+
+
 def undo_migration_4(conn: sqlite3.Connection) -> None:
     """An index as schema 3 left it (no bigram index, no jobs.file_progress)."""
+    undo_migration_5(conn)
     conn.execute("DROP TRIGGER chunks_cjk_ad")
     conn.execute("DROP TABLE chunks_cjk_vocab")
     conn.execute("DROP TABLE chunks_cjk")
