@@ -10,7 +10,7 @@ from pathlib import Path
 
 from helpers.text.cjk import index_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
 # rag_jobs; chunks_cjk, see lexical_cjk).
@@ -261,6 +261,18 @@ END;
 -- written"); NULL between files. Pollers get numbers, not a sentence to parse.
 ALTER TABLE jobs ADD COLUMN file_progress TEXT;
 """,
+    # PLACEHOLDER (branch secrets): migration 5 belongs to branch hubs; this empty step only lets
+    # this branch reach 6 on its own. Drop it at merge time in favour of the real 5.
+    5: """
+-- placeholder for branch hubs' migration 5 (nothing to do)
+""",
+    6: """
+-- helpers.secrets: how many secret spans each document had redacted, and the detector version
+-- its text was read with. Rows of older indexes get 0: they are read again on the next sync, so
+-- a secret indexed before the detector existed leaves the index.
+ALTER TABLE documents ADD COLUMN redactions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE documents ADD COLUMN detector_version INTEGER NOT NULL DEFAULT 0;
+""",
 }
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
 
@@ -317,6 +329,9 @@ def connect(
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Deleted rows and freed pages are overwritten with zeros: a redacted or removed
+            # secret does not linger in the file's free space (purge_removed_text does the FTS).
+            conn.execute("PRAGMA secure_delete = ON")
     return conn
 
 

@@ -38,8 +38,17 @@ WORDS = [
 ]
 
 
+def undo_migration_6(conn: sqlite3.Connection) -> None:
+    """An index as schema 4 left it (no redaction count or secret-detector version; the empty
+    placeholder 5 has nothing to undo)."""
+    conn.execute("ALTER TABLE documents DROP COLUMN redactions")
+    conn.execute("ALTER TABLE documents DROP COLUMN detector_version")
+    conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+
+
 def undo_migration_4(conn: sqlite3.Connection) -> None:
     """An index as schema 3 left it (no bigram index, no jobs.file_progress)."""
+    undo_migration_6(conn)
     conn.execute("DROP TRIGGER chunks_cjk_ad")
     conn.execute("DROP TABLE chunks_cjk_vocab")
     conn.execute("DROP TABLE chunks_cjk")
