@@ -455,7 +455,8 @@ class BlockRedactor:
         self.redactions = 0
         self.redacted_chars = 0
         self.total_chars = 0
-        self.kinds: dict[str, int] = {}
+        self.kinds: dict[str, int] = {}  # spans per kind
+        self._kind_chars: dict[str, int] = {}
         self._open_key: int | None = None  # characters of a key block still without its END
 
     def text(self, text: str) -> str:
@@ -474,8 +475,10 @@ class BlockRedactor:
             return head + text
         self.redactions += len(result.spans)
         for span in result.spans:
+            chars = _visible(text[span.start : span.end])
             self.kinds[span.kind] = self.kinds.get(span.kind, 0) + 1
-            self.redacted_chars += _visible(text[span.start : span.end])
+            self._kind_chars[span.kind] = self._kind_chars.get(span.kind, 0) + chars
+            self.redacted_chars += chars
         last = result.spans[-1]
         if (
             last.kind == PRIVATE_KEY
@@ -513,6 +516,6 @@ class BlockRedactor:
         return self.redactions > 0 and self.redacted_chars >= share
 
     def kinds_label(self) -> str:
-        """'private key' or 'private key, AWS key': most frequent first."""
-        ordered = sorted(self.kinds.items(), key=lambda item: (-item[1], item[0]))
+        """'private key' or 'private key, AWS key': the kind with most redacted text first."""
+        ordered = sorted(self._kind_chars.items(), key=lambda item: (-item[1], item[0]))
         return ", ".join(kind for kind, _ in ordered) or "secret"
