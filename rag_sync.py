@@ -51,7 +51,9 @@ from rag_sync_write import (
     FileProgress,
     JobCancelled,
     discard_staging,
+    mark_purge_pending,
     page_list,
+    purge_pending,
     purge_removed_text,
     remove_document,
     report_file_progress,
@@ -295,7 +297,7 @@ def _redacted_headings(
         return location
     path = seen.get(location.heading_path)
     if path is None:
-        path = tuple(redactor.extra(h) for h in location.heading_path)
+        path = tuple(redactor.extra(h, counted=False) for h in location.heading_path)
         seen[location.heading_path] = path
     return location if path == location.heading_path else replace(location, heading_path=path)
 
@@ -345,7 +347,7 @@ def sync_files(
         observer.check_cancel()
         remove_document(conn, doc_id, stop_on_cancel(observer))
         counts["removed"] += 1
-    if purge:
+    if purge or purge_pending(conn):
         purge_removed_text(conn)
 
 
@@ -409,17 +411,19 @@ def _sync_one(
         _check_unchanged_while_read(entry)
     except MostlySecret as exc:
         if old is not None:
-            remove_document(conn, old.id)
             if purge is not None and not current_detector:
+                mark_purge_pending(conn)
                 purge.append(entry.rel_path)
+            remove_document(conn, old.id)
         return "skipped", str(exc)
     except ExtractionError as exc:
         reason = str(exc)
         write_failure(conn, entry, sha, reason)
         return "failed", reason
-    write_document(conn, entry, sha, content, observer)
     if purge is not None and old is not None and not current_detector and content.redactions:
+        mark_purge_pending(conn)  # before the old text is deleted: a cancel cannot lose it
         purge.append(entry.rel_path)
+    write_document(conn, entry, sha, content, observer)
     problems = []
     if content.needs_ocr_pages:
         problems.append(

@@ -520,6 +520,21 @@ def update_stat_only(
 # until they are merged. 'optimize' merges every segment into one without them (with
 # secure_delete, the freed pages are zeroed), and a TRUNCATE checkpoint empties the WAL.
 PURGED_FTS_TABLES = ("chunks_fts", "chunks_words", "chunks_ocr_fts", "chunks_cjk")
+PURGE_PENDING_KEY = "fts_purge_pending"  # meta row: a purge is owed (survives a cancel or kill)
+
+
+def mark_purge_pending(conn: sqlite3.Connection) -> None:
+    with write_transaction(conn):
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (PURGE_PENDING_KEY,),
+        )
+
+
+def purge_pending(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (PURGE_PENDING_KEY,)).fetchone()
+    return row is not None
 
 
 def purge_removed_text(conn: sqlite3.Connection) -> None:
@@ -528,6 +543,7 @@ def purge_removed_text(conn: sqlite3.Connection) -> None:
     with write_transaction(conn):
         for table in PURGED_FTS_TABLES:
             conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        conn.execute("DELETE FROM meta WHERE key = ?", (PURGE_PENDING_KEY,))
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

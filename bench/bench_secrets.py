@@ -54,7 +54,7 @@ class _Off(BlockRedactor):
     def text(self, text: str) -> str:
         return text
 
-    def extra(self, text: str) -> str:
+    def extra(self, text: str, *, counted: bool = True) -> str:
         return text
 
 
@@ -68,9 +68,9 @@ class _Timed(BlockRedactor):
         TIMER["chars"] += len(text)
         return out
 
-    def extra(self, text: str) -> str:
+    def extra(self, text: str, *, counted: bool = True) -> str:
         start = time.perf_counter()
-        out = super().extra(text)
+        out = super().extra(text, counted=counted)
         TIMER["seconds"] += time.perf_counter() - start
         return out
 

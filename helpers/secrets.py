@@ -50,6 +50,7 @@ MOSTLY_SECRET_SHARE = 0.5
 # RSA 4096 PEM is ~3,300, a PGP private key block with subkeys ~7,000).
 MAX_KEY_BLOCK_CHARS = 16_000
 PRIVATE_KEY = "private key"
+MAX_REPEATED_TEXTS = 1024  # distinct table headers / headings remembered per document
 GENERIC = "password or token"
 
 
@@ -201,11 +202,17 @@ for _name, _anchor in [("key", _KEY_ANCHOR), ("url", _URL_ANCHOR)] + [
         _ANCHOR_CHECKS.setdefault(_first, []).append((_name, re.compile(_branch)))
 
 
+_NAMES_BY_CHAR = {c: {name for name, _ in checks} for c, checks in _ANCHOR_CHECKS.items()}
+
+
 def _anchors_in(text: str) -> set[str]:
     """Names of the detectors whose anchor occurs: "key", "url" or a _TOKEN_DETECTORS index."""
     found: set[str] = set()
     for hit in _ANCHORS.finditer(text):
-        for name, check in _ANCHOR_CHECKS.get(hit.group()[0], ()):
+        first = hit.group()[0]
+        if found >= _NAMES_BY_CHAR[first]:
+            continue  # "ACACAC..." or a row of dashes: each hit would re-check the same names
+        for name, check in _ANCHOR_CHECKS[first]:
             if name not in found and check.match(text, hit.start()):
                 found.add(name)
     return found
@@ -458,6 +465,7 @@ class BlockRedactor:
         self.kinds: dict[str, int] = {}  # spans per kind
         self._kind_chars: dict[str, int] = {}
         self._open_key: int | None = None  # characters of a key block still without its END
+        self._extra: dict[str, str] = {}  # repeated text (a CSV header on every row) scanned once
 
     def text(self, text: str) -> str:
         """A block's text, redacted (it counts towards the document's share of secrets)."""
@@ -504,11 +512,21 @@ class BlockRedactor:
         self._open_key += len(text)
         return len(text)
 
-    def extra(self, text: str) -> str:
-        """Redact repeated text (a table header, a heading in a breadcrumb) without counting it
-        as more of the document."""
-        result = redact(text)
-        return result.text
+    def extra(self, text: str, *, counted: bool = True) -> str:
+        """Redact repeated text (a table header above every row) without adding it to the
+        document's size; its secrets count once (`counted=False`: not at all, for headings in
+        a breadcrumb, already counted as heading blocks)."""
+        out = self._extra.get(text)
+        if out is None:
+            result = redact(text)
+            out = result.text
+            if len(self._extra) < MAX_REPEATED_TEXTS:
+                self._extra[text] = out
+            if counted:
+                self.redactions += len(result.spans)
+                for span in result.spans:
+                    self.kinds[span.kind] = self.kinds.get(span.kind, 0) + 1
+        return out
 
     @property
     def mostly_secret(self) -> bool:

@@ -33,6 +33,7 @@ from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION, BlockRedactor
 from rag_config import Config
+from rag_sync_write import mark_purge_pending, purge_pending
 
 FORMATS = ("txt", "md", "yaml", "json", "csv", "html", "docx", "pdf")
 EVAL_BYTES_PER_REDACTION = 10 * 1024 * 1024  # the issue: at most one redaction per 10 MB
@@ -86,6 +87,16 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Config:
     (root / "docs" / "project-settings.json").write_text(
         json.dumps(gcp_service_account(), indent=2), encoding="utf-8"
     )
+    github = next(x for x in SECRETS if x.name == "github token")
+    slack = next(x for x in SECRETS if x.name == "slack token")
+    (root / "docs" / "in-headings.md").write_text(
+        f"# Deploy with {github.value}\n\n{prose(1)}\n\n## Rotate\n\n{prose(2)}\n",
+        encoding="utf-8",
+    )
+    (root / "docs" / "in-header.csv").write_text(
+        f"setting,{slack.value}\nretries,{prose(3).replace(',', ' ')}\ntimeout,30\n",
+        encoding="utf-8",
+    )
     config = make_config(root / "docs", root / "state")
     _sync(config)
     return config
@@ -102,10 +113,16 @@ def test_every_secret_type_in_every_format_is_redacted_and_the_documents_flagged
         assert MARKER in text and REDACTION in text
         assert _leaks(text) == [], fmt
     assert listed["placeholders.md"]["redactions"] == 0
+    assert listed["in-headings.md"]["redactions"] == 1  # the title, breadcrumbs and locations
+    assert listed["in-headings.md"]["title"] == f"Deploy with {REDACTION}"
+    assert listed["in-header.csv"]["redactions"] == 1  # repeated above every row, counted once
+    for path in ("in-headings.md", "in-header.csv"):
+        read = rag_service.read_document(synced, path)
+        assert _leaks(json.dumps(read)) == [] and REDACTION in json.dumps(read)
     health = rag_service.health(synced)["secrets"]
     assert health["detector_version"] == DETECTOR_VERSION
-    assert health["documents_redacted"] == len(FORMATS)
-    assert health["redactions"] == sum(listed[f"handbook.{f}"]["redactions"] for f in FORMATS)
+    assert health["documents_redacted"] == len(FORMATS) + 2
+    assert health["redactions"] == sum(item["redactions"] for item in listed.values())
     assert health["older_detector_documents"] == 0
 
 
@@ -145,6 +162,17 @@ def test_a_key_file_and_a_service_account_json_are_skipped_and_reported(synced: 
     assert job.counts["skipped"] >= 2
 
 
+def test_a_purge_left_owed_by_a_cancelled_or_killed_sync_runs_on_the_next_one(
+    synced: Config,
+):
+    with closing(rag_db.open_index(synced.db_path)) as conn:
+        mark_purge_pending(conn)
+    view = _sync(synced)
+    assert view.counts["added"] == view.counts["updated"] == 0
+    with closing(rag_db.open_index(synced.db_path)) as conn:
+        assert not purge_pending(conn)
+
+
 def test_every_write_connection_has_secure_delete_on(tmp_path: Path):
     conn = rag_db.open_index(tmp_path / "index.sqlite3")
     with closing(conn):
@@ -172,7 +200,7 @@ class _NoRedaction(BlockRedactor):
     def text(self, text: str) -> str:
         return text
 
-    def extra(self, text: str) -> str:
+    def extra(self, text: str, *, counted: bool = True) -> str:
         return text
 
 
