@@ -24,6 +24,7 @@ from secret_fixtures import (
     write_pdf,
     write_text_formats,
 )
+from semantic_fixtures import REAL_MODEL_DIR
 from stress.harness import wait_until, worker_pids
 
 import rag_db
@@ -32,6 +33,7 @@ import rag_sync
 from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION, BlockRedactor
+from helpers.semantic import vector_pack
 from rag_config import Config
 from rag_sync_write import mark_purge_pending, purge_pending
 
@@ -276,3 +278,36 @@ def test_prose_between_secrets_survives_in_every_format(synced: Config):
         read = rag_service.read_document(synced, f"handbook.{fmt}")
         text = " ".join(" ".join(s["text"].split()) for s in read["sections"])
         assert " ".join(prose(3).split()[-12:]) in text, fmt
+
+
+def test_vectors_are_built_from_the_redacted_text(tmp_path: Path):
+    """Every vector is keyed by the hash of a stored (redacted) chunk text: the semantic phase
+    never saw the secret; a semantic search for one shows none either."""
+    if not REAL_MODEL_DIR.is_dir():
+        pytest.fail(f"the real test model is missing: {REAL_MODEL_DIR}")
+    files = write_text_formats(tmp_path / "docs")
+    for fmt in ("yaml", "json", "csv", "html"):
+        files.pop(fmt).unlink()
+    config = make_config(
+        tmp_path / "docs", tmp_path / "state", semantic=True, semantic_model_dir=REAL_MODEL_DIR
+    )
+    view = _sync(config)
+    assert view.semantic["total"] > 0 and view.semantic["done"] == view.semantic["total"]
+    with closing(sqlite3.connect(config.db_path)) as conn:
+        texts = {
+            vector_pack.hash_digest(h): t
+            for t, h in conn.execute("SELECT text, text_hash FROM chunks")
+        }
+        embedded = [
+            digest
+            for (blob,) in conn.execute("SELECT text_hashes FROM semantic_blocks")
+            for digest in vector_pack.unpack_hashes(blob)
+        ]
+    assert embedded and set(embedded) == set(texts)
+    assert _leaks("\n".join(texts.values())) == []
+    assert any(REDACTION in t for t in texts.values())
+    for secret in SECRETS[:4]:
+        result = rag_service.search(config, f"{secret.key} {secret.probe}", mode="semantic")
+        assert result.hits
+        shown = [h.snippet for h in result.hits] + list(result.sections.values())
+        assert _leaks("\n".join(shown)) == [], secret.name
