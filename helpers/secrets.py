@@ -75,11 +75,13 @@ class Redacted:
 
 _KEY_BEGIN = re.compile(
     r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d+:"
+    r"|---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----"
 )
 _KEY_END = re.compile(
     r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|Private-MAC: *[0-9a-fA-F]+"
+    r"|---- END SSH2 ENCRYPTED PRIVATE KEY ----"
 )
-_END_MARKERS = ("-----END ", "Private-MAC:")
+_END_MARKERS = ("-----END ", "Private-MAC:", "---- END ")
 # The lines of a key body: base64 runs and the few header lines PEM, PGP and PuTTY put there.
 # Without its END line, a key is redacted only as far as such lines go (a sentence that merely
 # mentions "-----BEGIN RSA PRIVATE KEY-----" loses that marker, not the page after it).
@@ -309,6 +311,8 @@ _PLACEHOLDER_MARKERS = (
 _DOTTED_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
 _PATHLIKE = re.compile(r"(?:[/~]|\.{1,2}/|[A-Za-z]:\\)")
 _ONE_CHAR_RUN = re.compile(r"(.)\1*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*")  # no digit: a name, not a generated secret
+_CODE_CHARS = frozenset("()[]{}")
 _EXAMPLE_HOST = re.compile(r"(?:[\w-]+\.)*example(?:\.[a-z]+)?$|localhost$|host$", re.IGNORECASE)
 # Shorter values ("admin", "root", "1234") are defaults and examples, not secrets worth a hole.
 MIN_VALUE_CHARS = 6
@@ -351,8 +355,10 @@ def _assignment(text: str, word_start: int, match: re.Match[str]) -> SecretSpan 
                 return None  # "Password: at least 12 characters" is a sentence
             if value.lower().startswith(("http", "ftp", "//")):
                 return None  # token_url: https://... (a password in a URL is found apart)
-        if _DOTTED_NAME.fullmatch(value) or _PATHLIKE.match(value):
-            return None  # config.password, self.token, /run/secrets/db: a reference, a path
+        if _DOTTED_NAME.fullmatch(value) or _PATHLIKE.match(value) or _CODE_CHARS & set(value):
+            return None  # config.password, tokens[0], get(), /run/secrets/db: code or a path
+        if match.group("op") != ":" and _IDENTIFIER.fullmatch(value):
+            return None  # token = token_from_env: in code, a bare name is a variable
         if value.isdigit() and len(value) < 8:
             return None  # max_token: 512 is a limit
     if is_placeholder(value, key):

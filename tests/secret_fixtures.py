@@ -126,6 +126,13 @@ PLACEHOLDERS = [
     "The password policy requires a rotation every 90 days.",
     "AKIAIOSFODNN7EXAMPLE",
     "postgres://user:password@localhost/db",
+    "token = tokens[0]",
+    "secret = token_from_environment",
+    "password = input('Password: ')",
+    "tokenizer: sentencepiece",
+    "password_min_length = 12",
+    "passwd:         files systemd",
+    "secretName: my-tls-secret",
 ]
 
 

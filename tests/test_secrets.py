@@ -101,3 +101,20 @@ def test_the_skip_reason_is_a_constant_and_plain_words():
 def test_clean_text_costs_one_anchor_pass_and_has_no_spans():
     text = (prose(4) + " key: the token of a password policy, see https://example.org/a.\n") * 50
     assert find_secrets(text) == []
+
+
+def test_putty_and_ssh2_private_keys_are_redacted_whole():
+    body = "AAAAB3NzaC1yc2EAAAABJQAAAQEAhX2mK9" * 2
+    putty = (
+        "PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: rsa-key-20261201\n"
+        f"Public-Lines: 1\n{body}\nPrivate-Lines: 1\n{body[::-1]}\n"
+        "Private-MAC: 4f3c2a1b0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b"
+    )
+    ssh2 = (
+        "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: ops\n"
+        f"{body}\n---- END SSH2 ENCRYPTED PRIVATE KEY ----"
+    )
+    for key in (putty, ssh2):
+        result = redact(f"{prose(1)}\n{key}\n{prose(2)}")
+        assert result.text == f"{prose(1)}\n{REDACTION}\n{prose(2)}"
+        assert [s.kind for s in result.spans] == ["private key"]
