@@ -248,7 +248,10 @@ def extract_document(
             text = clean_text(block.text)
             if not text.strip():
                 continue
-            text = redactor.text(text)
+            if block.table_header and block.kind == BlockKind.TABLE_ROW:
+                text = redactor.table_row(text, block.table_header)
+            else:
+                text = redactor.text(text)
             header = redactor.extra(block.table_header) if block.table_header else None
             location = _redacted_headings(block.location, redactor, headings)
             any_ocr |= block.ocr

@@ -241,50 +241,13 @@ _ASSIGNMENT_TAIL = re.compile(
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.$")
 _MAX_KEY_CHARS = 64
 
-_PLACEHOLDER_WORDS = frozenset(
-    [
-        "changeme",
-        "change_me",
-        "change-me",
-        "changeit",
-        "password",
-        "passwd",
-        "passphrase",
-        "secret",
-        "token",
-        "example",
-        "placeholder",
-        "redacted",
-        "none",
-        "null",
-        "nil",
-        "true",
-        "false",
-        "yes",
-        "no",
-        "required",
-        "optional",
-        "string",
-        "str",
-        "todo",
-        "tbd",
-        "dummy",
-        "test",
-        "testing",
-        "undefined",
-        "empty",
-        "hidden",
-        "masked",
-        "notset",
-        "not_set",
-        "unset",
-        "default",
-        "hunter2",
-        "foobar",
-        "qwerty",
-        "letmein",
-    ]
-)
+# Values that stand for a secret in documentation and templates.
+_PLACEHOLDER_TEXT = """
+    changeme change_me change-me changeit password passwd passphrase secret token example
+    placeholder redacted none null nil true false yes no required optional string str todo
+    tbd dummy test testing undefined empty hidden masked notset not_set unset default
+    hunter2 foobar qwerty letmein"""
+_PLACEHOLDER_WORDS = frozenset(_PLACEHOLDER_TEXT.split())
 _PLACEHOLDER_MARKERS = (
     "your",
     "example",
@@ -454,6 +417,34 @@ def redact(text: str) -> Redacted:
     return Redacted("".join(parts), tuple(spans))
 
 
+# Table columns whose header names a secret ("password", "DB password", "api_key", "token"):
+# their cells are values even without `=` (an accounts sheet). Plurals and longer names ("tokens",
+# "password hint", "token count") are other things.
+_SECRET_COLUMN = re.compile(
+    r"(?:[a-z0-9]+[ _\-])?(?:password|passwd|pwd|passphrase|secret|token|credentials?"
+    r"|(?:api|private|access|secret|auth)[ _\-]?key|client[ _\-]?secret"
+    r"|(?:auth|access)[ _\-]?token)"
+)
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _cells(row: str) -> list[str] | None:
+    """The cells of a Markdown row `| a | b |` (None for other text)."""
+    row = row.strip()
+    if not (row.startswith("|") and row.endswith("|")) or "\n" in row:
+        return None
+    return [c.strip() for c in _CELL_SPLIT.split(row[1:-1])]
+
+
+def _is_cell_secret(value: str) -> bool:
+    """A cell under a secret column holds one: not empty, a placeholder, a number, or prose."""
+    if is_placeholder(value) or (value.isdigit() and len(value) < 8) or value == REDACTION:
+        return False
+    if value.count(" ") >= 3 or (value.count(" ") >= 2 and not any(c.isdigit() for c in value)):
+        return False  # "same as the admin one", a note that landed in the column
+    return not (_PATHLIKE.match(value) or value.lower().startswith(("http://", "https://")))
+
+
 def _visible(text: str) -> int:
     return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
 
@@ -472,10 +463,37 @@ class BlockRedactor:
         self._kind_chars: dict[str, int] = {}
         self._open_key: int | None = None  # characters of a key block still without its END
         self._extra: dict[str, str] = {}  # repeated text (a CSV header on every row) scanned once
+        self._columns: dict[str, tuple[int, ...]] = {}  # table header -> its secret columns
+
+    def table_row(self, row: str, header: str) -> str:
+        """A Markdown table row, redacted; cells under a secret-naming header column are
+        values (unless placeholders) even without an `=`."""
+        columns = self._columns.get(header)
+        if columns is None:
+            names = _cells(header.split("\n", 1)[0]) or []
+            columns = tuple(i for i, n in enumerate(names) if _SECRET_COLUMN.fullmatch(n.lower()))
+            if len(self._columns) < MAX_REPEATED_TEXTS:
+                self._columns[header] = columns
+        cells = _cells(row) if columns else None
+        hits = [i for i in columns if cells and i < len(cells) and _is_cell_secret(cells[i])]
+        if cells is None or not hits:
+            return self.text(row)
+        self.total_chars += _visible(row)
+        for i in hits:
+            chars = _visible(cells[i])
+            self.redactions += 1
+            self.redacted_chars += chars
+            self.kinds[GENERIC] = self.kinds.get(GENERIC, 0) + 1
+            self._kind_chars[GENERIC] = self._kind_chars.get(GENERIC, 0) + chars
+            cells[i] = REDACTION
+        return self._scan("| " + " | ".join(cells) + " |")
 
     def text(self, text: str) -> str:
         """A block's text, redacted (it counts towards the document's share of secrets)."""
         self.total_chars += _visible(text)
+        return self._scan(text)
+
+    def _scan(self, text: str) -> str:
         head = ""
         if self._open_key is not None:
             cut = self._key_continuation(text)

@@ -118,3 +118,20 @@ def test_putty_and_ssh2_private_keys_are_redacted_whole():
         result = redact(f"{prose(1)}\n{key}\n{prose(2)}")
         assert result.text == f"{prose(1)}\n{REDACTION}\n{prose(2)}"
         assert [s.kind for s in result.spans] == ["private key"]
+
+
+def test_cells_under_a_password_column_are_values_and_other_columns_stay():
+    header = "| user | DB password | token count | notes |\n|---|---|---|---|"
+    redactor = BlockRedactor()
+    rows = [
+        "| alice | Xk9mQ2vLp7 | 1234567 | first login |",
+        "| bob | changeme | 12 | reset |",
+        "| carol |  | 5 | same as the admin one |",
+        "| dave | see the vault entry 12 for it | 5 | moved |",
+    ]
+    out = [redactor.table_row(row, header) for row in rows]
+    assert out[0] == f"| alice | {REDACTION} | 1234567 | first login |"
+    assert out[1:] == rows[1:]
+    assert redactor.redactions == 1
+    plain = "| name | tokens |\n|---|---|"
+    assert BlockRedactor().table_row("| gpt | 4096000 |", plain) == "| gpt | 4096000 |"

@@ -99,9 +99,30 @@ def synced(tmp_path_factory: pytest.TempPathFactory) -> Config:
         f"setting,{slack.value}\nretries,{prose(3).replace(',', ' ')}\ntimeout,30\n",
         encoding="utf-8",
     )
+    accounts = [("user", "password", "tokens"), ("alice", ACCOUNT_PASSWORD, "120")]
+    accounts.append(("bob", "", "7"))
+    (root / "docs" / "accounts.csv").write_text(
+        "\n".join(",".join(row) for row in accounts) + "\n", encoding="utf-8"
+    )
+    write_xlsx(root / "docs" / "accounts.xlsx", accounts)
     config = make_config(root / "docs", root / "state")
     _sync(config)
     return config
+
+
+ACCOUNT_PASSWORD = "Vt7qLm2xRw9zKp4s"
+
+
+def write_xlsx(path: Path, rows: list[tuple[str, str, str]]) -> None:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in rows:
+        sheet.append(list(row))
+    for _ in range(30):  # prose rows: the sheet is not mostly secret
+        sheet.append(["note", "", prose(5)])
+    book.save(str(path))
 
 
 def test_every_secret_type_in_every_format_is_redacted_and_the_documents_flagged(synced: Config):
@@ -121,9 +142,13 @@ def test_every_secret_type_in_every_format_is_redacted_and_the_documents_flagged
     for path in ("in-headings.md", "in-header.csv"):
         read = rag_service.read_document(synced, path)
         assert _leaks(json.dumps(read)) == [] and REDACTION in json.dumps(read)
+    for path in ("accounts.csv", "accounts.xlsx"):  # a password column, no `=` anywhere
+        read = json.dumps(rag_service.read_document(synced, path))
+        assert listed[path]["redactions"] == 1 and ACCOUNT_PASSWORD not in read, path
+        assert "alice" in read and "120" in read
     health = rag_service.health(synced)["secrets"]
     assert health["detector_version"] == DETECTOR_VERSION
-    assert health["documents_redacted"] == len(FORMATS) + 2
+    assert health["documents_redacted"] == len(FORMATS) + 4
     assert health["redactions"] == sum(item["redactions"] for item in listed.values())
     assert health["older_detector_documents"] == 0
 
@@ -145,6 +170,7 @@ def test_secrets_are_not_in_the_bytes_of_the_index(synced: Config):
     raw = _index_bytes(synced)
     assert MARKER.encode() in raw  # the text is there, so the search below could fail
     assert _byte_leaks(raw) == []
+    assert ACCOUNT_PASSWORD.encode() not in raw and ACCOUNT_PASSWORD.lower().encode() not in raw
 
 
 def test_placeholders_and_policy_prose_are_kept_verbatim(synced: Config):
