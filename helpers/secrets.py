@@ -93,6 +93,18 @@ _KEY_LINE = r"(?:[A-Za-z0-9+/=]+|" + _KEY_HEADER + r")"
 _KEY_RUN = re.compile(
     r"(?:[ \t]*(?:\r?\n|\\r\\n|\\n)+[ \t]*" + _KEY_LINE + r"(?=[ \t]*(?:\r?\n|\\[rn]|$)))*"
 )
+_KEY_HEADER_LINE = re.compile(_KEY_HEADER)
+_BASE64_BODY = re.compile(r"[A-Za-z0-9+/=\s]*")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{16}")
+
+
+def _looks_like_key_body(body: str) -> bool:
+    """Base64 (and PEM/PuTTY header lines) with at least one long run: a real key, not a
+    documentation stand-in such as "... (private key in base64 encoding) ..."."""
+    body = _KEY_HEADER_LINE.sub(" ", body.replace("\\n", "\n").replace("\\r", ""))
+    return bool(_BASE64_RUN.search(body)) and _BASE64_BODY.fullmatch(body) is not None
+
+
 _KEY_BLOCK = re.compile(r"\s*(?:" + _KEY_LINE + r"[ \t]*(?:\r?\n\s*|$))+")
 
 # (kind, anchors, pattern): the secret is the pattern's first group that matched.
@@ -256,6 +268,7 @@ _PLACEHOLDER_MARKERS = (
     "password",
     "passwd",
     "secret",
+    "token",
     "xxxx",
     "****",
     "....",
@@ -276,6 +289,11 @@ _PATHLIKE = re.compile(r"(?:[/~]|\.{1,2}/|[A-Za-z]:\\)")
 _ONE_CHAR_RUN = re.compile(r"(.)\1*")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z_]*")  # no digit: a name, not a generated secret
 _CODE_CHARS = frozenset("()[]{}")
+# Keys that end in a secret word but name no secret: pagination cursors and request ids.
+_NOT_SECRET_KEY = re.compile(
+    r"(?:next|page|continuation|client|request|idempotency|lock|sequence|sync|pagination"
+    r"|start|marker|cancel|csrf)[_\-.]?token$"
+)
 _EXAMPLE_HOST = re.compile(r"(?:[\w-]+\.)*example(?:\.[a-z]+)?$|localhost$|host$", re.IGNORECASE)
 # Shorter values ("admin", "root", "1234") are defaults and examples, not secrets worth a hole.
 MIN_VALUE_CHARS = 6
@@ -299,11 +317,17 @@ def _assignment(text: str, word_start: int, match: re.Match[str]) -> SecretSpan 
     start = word_start
     while start > 0 and word_start - start < _MAX_KEY_CHARS and text[start - 1] in _KEY_CHARS:
         start -= 1
+    if start > 0 and text[start - 1] == ":":
+        return None  # an RST role (:token:`name`), not a key
     key = text[start : match.start("op")].strip("\"' \t]$")
+    if _NOT_SECRET_KEY.search(key.lower()):
+        return None  # NextToken, ClientToken, page_token: pagination and request ids
     if match.group("qval") is not None:
         value, group = match.group("qval"), "qval"
         if value.count(" ") >= 2 and not any(c.isdigit() for c in value):
             return None  # a quoted sentence ("The secret to success") is prose
+        if _IDENTIFIER.fullmatch(value):
+            return None  # "next_token", "StateCredentials": a name in code or an API doc
     else:
         value, group = match.group("val").rstrip("."), "val"
         if match.group("op") == "|" and not text.startswith("|", match.end()):
@@ -365,6 +389,11 @@ def find_secrets(text: str) -> list[SecretSpan]:
                     continue
                 end = _KEY_END.search(text, begin.end(), begin.end() + MAX_KEY_BLOCK_CHARS)
                 if end is not None:
+                    body = text[begin.end() : end.start()]
+                    if begin.group().startswith("PuTTY"):  # the key type ends the first line
+                        body = body.partition("\n")[2]
+                    if not _looks_like_key_body(body):
+                        continue  # "-----BEGIN ... KEY----- ... (your key here) ... -----END"
                     stop = end.end()
                 else:
                     run = _KEY_RUN.match(text, begin.end())

@@ -133,6 +133,11 @@ PLACEHOLDERS = [
     "password_min_length = 12",
     "passwd:         files systemd",
     "secretName: my-tls-secret",
+    '"NextToken": "9d624e0c-388b-4862-a31e-a85c64fc1d4a",',
+    'input_token = "next_token"',
+    '"AccessToken": "StateCredentials"',
+    "-----BEGIN RSA PRIVATE KEY-----\n... (private key in base64 encoding) ...\n"
+    "-----END RSA PRIVATE KEY-----",
 ]
 
 
