@@ -159,7 +159,7 @@ _TOKEN_DETECTORS: tuple[tuple[str, str, re.Pattern[str]], ...] = (
     ),
     (
         "Twilio key",
-        r"AC|SK",
+        r"AC(?=[0-9a-f]{32})|SK(?=[0-9a-f]{32})",  # the lookahead: "ACME", "SKU" are no hits
         re.compile(r"(?<![A-Za-z0-9])((?:AC|SK)[0-9a-f]{32})(?![A-Za-z0-9])"),
     ),
     (
