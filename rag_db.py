@@ -14,7 +14,7 @@ from helpers.text.hubs import hub_score
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
 # rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs).
@@ -261,6 +261,13 @@ ALTER TABLE jobs ADD COLUMN file_progress TEXT;
 -- rag_sync_write fills it for every new section; the backfill scores the existing ones.
 ALTER TABLE sections ADD COLUMN hub REAL NOT NULL DEFAULT 0;
 """,
+    6: """
+-- helpers.secrets: how many secret spans each document had redacted, and the detector version
+-- its text was read with. Rows of older indexes get 0: they are read again on the next sync, so
+-- a secret indexed before the detector existed leaves the index.
+ALTER TABLE documents ADD COLUMN redactions INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE documents ADD COLUMN detector_version INTEGER NOT NULL DEFAULT 0;
+""",
 }
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
 
@@ -330,6 +337,9 @@ def connect(
         if not readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            # Deleted rows and freed pages are overwritten with zeros: a redacted or removed
+            # secret does not linger in the file's free space (purge_removed_text does the FTS).
+            conn.execute("PRAGMA secure_delete = ON")
     return conn
 
 

@@ -98,6 +98,8 @@ def _document_dict(row: sqlite3.Row, knowledge_dir: Path) -> dict[str, Any]:
         "ocr_pages": json.loads(row["ocr_pages"]) if row["ocr_pages"] else [],
         "needs_ocr_pages": json.loads(row["needs_ocr_pages"]) if row["needs_ocr_pages"] else [],
         "indexed_at": row["indexed_at"],
+        # secret spans replaced by "[redacted secret]" (helpers.secrets); 0 before schema 6
+        "redactions": row["redactions"] if "redactions" in row.keys() else 0,  # noqa: SIM118
     }
 
 

@@ -15,6 +15,7 @@ import rag_jobs
 from helpers import platform_caps
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
+from helpers.secrets import DETECTOR_VERSION
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import schema_version
@@ -110,6 +111,7 @@ def health(config: Config) -> dict[str, Any]:
         "sections": 0,
         "chunks": 0,
         "needs_reindex_documents": 0,
+        "secrets": {},
         "last_job": None,
         "semantic": {},
         "ocr": _safe(lambda: ocr_state(config)),
@@ -190,6 +192,33 @@ def _safe(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         return {"state": "error", "hint": f"{type(exc).__name__}: {exc}"}
 
 
+def _secret_stats(conn: sqlite3.Connection) -> dict[str, Any]:
+    """Redactions in the index (schema 6; an older index counts every document as read by an
+    older detector)."""
+    columns = {r["name"] for r in conn.execute("PRAGMA table_info(documents)")}
+    where = f"status != 'failed' AND {NOT_STAGING}"
+    if "redactions" not in columns:
+        older = conn.execute(f"SELECT COUNT(*) FROM documents WHERE {where}", STAGING_RANGE)
+        return {
+            "detector_version": DETECTOR_VERSION,
+            "documents_redacted": 0,
+            "redactions": 0,
+            "older_detector_documents": older.fetchone()[0],
+        }
+    row = conn.execute(
+        "SELECT COALESCE(SUM(redactions > 0), 0) AS docs, COALESCE(SUM(redactions), 0) AS spans, "
+        "COALESCE(SUM(detector_version != ?), 0) AS older "
+        f"FROM documents WHERE {where}",
+        (DETECTOR_VERSION, *STAGING_RANGE),
+    ).fetchone()
+    return {
+        "detector_version": DETECTOR_VERSION,
+        "documents_redacted": row["docs"],
+        "redactions": row["spans"],
+        "older_detector_documents": row["older"],
+    }
+
+
 def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str, Any]) -> None:
     """Counts of what rag_list and rag_search can show: staging rows are left out."""
     report["schema_version"] = schema_version(conn)
@@ -223,6 +252,12 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
         report["warnings"].append(
             f"{report['needs_reindex_documents']} documents use an older chunking scheme: "
             "run sync_kb"
+        )
+    report["secrets"] = _secret_stats(conn)
+    if report["secrets"]["older_detector_documents"]:
+        report["warnings"].append(
+            f"{report['secrets']['older_detector_documents']} documents were indexed before the "
+            "current secret detector: run sync_kb so that secrets in them are redacted"
         )
     if by_status.get("failed"):
         report["warnings"].append(f"{by_status['failed']} files failed to index: see rag_list")

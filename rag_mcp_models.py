@@ -108,6 +108,9 @@ class DocumentOut(_Out):
     ocr_pages: list[int]
     needs_ocr_pages: list[int]
     indexed_at: float
+    redactions: int = Field(
+        0, description='secrets found in the text and replaced by "[redacted secret]"'
+    )
 
 
 class ListOut(_Out):
@@ -157,6 +160,11 @@ class HealthOut(_Out):
     sections: int
     chunks: int
     needs_reindex_documents: int
+    secrets: dict[str, Any] = Field(
+        default_factory=dict,
+        description="secret detector version, documents with redactions, redaction count, "
+        "documents read by an older detector (re-read on the next sync)",
+    )
     last_job: dict[str, Any] | None
     semantic: dict[str, Any]
     ocr: dict[str, Any]

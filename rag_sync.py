@@ -23,6 +23,7 @@ from helpers.extract.blocks import (
     ExtractContext,
     ExtractionError,
     ExtractLimits,
+    Location,
     TextBlock,
     file_too_large,
 )
@@ -38,6 +39,13 @@ from helpers.safety import (
     still_same_file,
     walk_files,
 )
+from helpers.secrets import (
+    DETECTOR_VERSION,
+    SKIP_MESSAGE,
+    BlockRedactor,
+    MostlySecret,
+    find_secrets,
+)
 from helpers.text.chunking import CHUNK_SCHEME, build_sections
 from helpers.text.normalize import clean_text
 from rag_config import Config
@@ -48,7 +56,10 @@ from rag_sync_write import (
     FileProgress,
     JobCancelled,
     discard_staging,
+    mark_purge_pending,
     page_list,
+    purge_pending,
+    purge_removed_text,
     remove_document,
     report_file_progress,
     stop_on_cancel,
@@ -124,6 +135,7 @@ class ExistingDoc:
     sha256: str
     chunk_scheme: int
     status: str
+    detector_version: int = DETECTOR_VERSION  # helpers.secrets version its text was read with
 
 
 @dataclass
@@ -139,7 +151,8 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
     """Compare the folder with the index by size + mtime_ns (hashes only for what changed)."""
     plan = SyncPlan()
     for row in conn.execute(
-        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status FROM documents"
+        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
+        "FROM documents"
     ):
         if row["path"].startswith(STAGING_PATH_PREFIX):
             continue  # a staged or retired copy, never a file (discarded by sync_files)
@@ -151,6 +164,7 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
                 row["sha256"],
                 row["chunk_scheme"],
                 row["status"],
+                row["detector_version"],
             )
     seen: set[str] = set()
     for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope):
@@ -165,6 +179,7 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
             and old.mtime_ns == entry.mtime_ns
             and old.chunk_scheme == CHUNK_SCHEME
             and old.status == "indexed"
+            and old.detector_version == DETECTOR_VERSION
         ):
             plan.unchanged += 1
         else:
@@ -220,6 +235,10 @@ def extract_document(
     title: str | None = None
     budget = ctx.limits.max_text_chars
     truncated = False
+    # Secrets are redacted here, where every format's blocks pass, before anything is chunked,
+    # stored or embedded (helpers.secrets).
+    redactor = BlockRedactor()
+    headings: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     def blocks() -> Iterator[TextBlock]:
         nonlocal title, budget, truncated, any_ocr
@@ -234,6 +253,12 @@ def extract_document(
             text = clean_text(block.text)
             if not text.strip():
                 continue
+            if block.table_header and block.kind == BlockKind.TABLE_ROW:
+                text = redactor.table_row(text, block.table_header)
+            else:
+                text = redactor.text(text)
+            header = redactor.extra(block.table_header) if block.table_header else None
+            location = _redacted_headings(block.location, redactor, headings)
             any_ocr |= block.ocr
             if block.ocr and block.location.page is not None:
                 ocr_pages.add(block.location.page)
@@ -243,7 +268,7 @@ def extract_document(
             if budget < 0:
                 truncated = True
                 return
-            yield TextBlock(text, block.location, block.kind, block.table_header, block.ocr)
+            yield TextBlock(text, location, block.kind, header, block.ocr)
 
     try:
         sections = list(build_sections(blocks()))
@@ -251,6 +276,8 @@ def extract_document(
         raise
     except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job
         raise extraction_failure(exc, format_of(entry.abs_path)) from exc
+    if redactor.mostly_secret:
+        raise MostlySecret(SKIP_MESSAGE.format(kinds=redactor.kinds_label()))
     # A single image has no page numbers but is OCR text all the same.
     ocr_engine = (getattr(ctx.ocr, "engine", None) or "ocr") if any_ocr else None
     return DocumentContent(
@@ -260,7 +287,21 @@ def extract_document(
         ocr_pages=sorted(ocr_pages),
         ocr_engine=ocr_engine,
         truncated=truncated,
+        redactions=redactor.redactions,
     )
+
+
+def _redacted_headings(
+    location: Location, redactor: BlockRedactor, seen: dict[tuple[str, ...], tuple[str, ...]]
+) -> Location:
+    """The location with its heading breadcrumb redacted (computed once per distinct path)."""
+    if not location.heading_path:
+        return location
+    path = seen.get(location.heading_path)
+    if path is None:
+        path = tuple(redactor.extra(h, counted=False) for h in location.heading_path)
+        seen[location.heading_path] = path
+    return location if path == location.heading_path else replace(location, heading_path=path)
 
 
 def sync_files(
@@ -292,11 +333,12 @@ def sync_files(
         ocr_min_chars=ctx_base.ocr_min_chars,
         should_cancel=lambda: observer.check_cancel() or False,
     )
+    purge: list[str] = []  # documents whose old text held a secret this detector version finds
     for entry in plan.candidates:
         observer.check_cancel()
         observer.on_file_start(entry.rel_path)
         outcome, error = _sync_one(
-            conn, entry, plan.existing.get(entry.rel_path), ctx, observer, sandbox
+            conn, entry, plan.existing.get(entry.rel_path), ctx, observer, sandbox, purge
         )
         counts[outcome] += 1
         if error:
@@ -307,6 +349,8 @@ def sync_files(
         observer.check_cancel()
         remove_document(conn, doc_id, stop_on_cancel(observer))
         counts["removed"] += 1
+    if purge or purge_pending(conn):
+        purge_removed_text(conn)
 
 
 def _sync_one(
@@ -316,8 +360,11 @@ def _sync_one(
     ctx: ExtractContext,
     observer: SyncObserver,
     sandbox: SandboxedExtractor | None,
+    purge: list[str] | None = None,
 ) -> tuple[str, str | None]:
-    """Index one file; returns (outcome, error message or None)."""
+    """Index one file; returns (outcome, error message or None). A file that is mostly secret
+    material is skipped (its old rows removed); `purge` collects the paths whose previous text,
+    read by an older detector version, held secrets this one redacts."""
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:
         reason = str(file_too_large(entry.size, limits.max_file_bytes))
@@ -333,10 +380,12 @@ def _sync_one(
         return "failed", reason
     # Same bytes: keep the rows. Failed files are always retried (the cause may be outside the
     # file: permissions, a missing converter), and scans are retried once OCR is available.
+    current_detector = old is not None and old.detector_version == DETECTOR_VERSION
     if (
         old is not None
         and old.sha256 == sha
         and old.chunk_scheme == CHUNK_SCHEME
+        and current_detector
         and (old.status == "indexed" or (old.status == "needs_ocr" and ctx.ocr is None))
     ):
         update_stat_only(conn, old.id, entry)
@@ -348,8 +397,9 @@ def _sync_one(
         and old.status == "indexed"
         and ctx.ocr is None
         and _has_ocr_text(conn, old.id)
+        and (current_detector or _stored_text_is_clean(conn, old.id))
     ):
-        update_stat_only(conn, old.id, entry)
+        update_stat_only(conn, old.id, entry, DETECTOR_VERSION)
         return "unchanged", (
             "kept the previous OCR text: OCR engine unavailable, so the document was not "
             "re-read with the current chunking (it will be once the engine is back; "
@@ -358,10 +408,20 @@ def _sync_one(
     try:
         content = extract_document(entry, ctx, observer, sandbox)
         _check_unchanged_while_read(entry)
+    except MostlySecret as exc:
+        if old is not None:
+            if purge is not None and not current_detector:
+                mark_purge_pending(conn)
+                purge.append(entry.rel_path)
+            remove_document(conn, old.id)
+        return "skipped", str(exc)
     except ExtractionError as exc:
         reason = str(exc)
         write_failure(conn, entry, sha, reason)
         return "failed", reason
+    if purge is not None and old is not None and not current_detector and content.redactions:
+        mark_purge_pending(conn)  # before the old text is deleted: a cancel cannot lose it
+        purge.append(entry.rel_path)
     write_document(conn, entry, sha, content, observer)
     problems = []
     if content.needs_ocr_pages:
@@ -382,6 +442,13 @@ def _has_ocr_text(conn: sqlite3.Connection, doc_id: int) -> bool:
         "SELECT 1 FROM chunks WHERE document_id = ? AND ocr = 1 LIMIT 1", (doc_id,)
     ).fetchone()
     return row is not None
+
+
+def _stored_text_is_clean(conn: sqlite3.Connection, doc_id: int) -> bool:
+    """True when no section of an indexed document holds a secret the detector finds (kept OCR
+    text is re-checked rather than re-read when the OCR engine is missing)."""
+    rows = conn.execute("SELECT text FROM sections WHERE document_id = ?", (doc_id,))
+    return not any(find_secrets(row["text"]) for row in rows)
 
 
 def _check_unchanged_while_read(entry: FileEntry) -> None:

@@ -24,6 +24,7 @@ from typing import Protocol
 from helpers.extract import registry as extractors
 from helpers.lexical.common import STAGING_PATH_PREFIX, hidden_document_ids
 from helpers.safety import FileEntry
+from helpers.secrets import DETECTOR_VERSION
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -86,6 +87,7 @@ class DocumentContent:
     ocr_pages: list[int]
     ocr_engine: str | None
     truncated: bool
+    redactions: int = 0  # secret spans replaced by helpers.secrets.REDACTION
 
 
 def report_file_progress(
@@ -358,14 +360,17 @@ def _upsert_document(
         content.ocr_engine,
         json.dumps(content.ocr_pages) if content.ocr_pages else None,
         json.dumps(content.needs_ocr_pages) if content.needs_ocr_pages else None,
+        content.redactions,
+        DETECTOR_VERSION,
         time.time(),
         entry.rel_path,
     )
     if doc_id is None:
         return conn.execute(
             "INSERT INTO documents(size, mtime_ns, sha256, format, title, status, error, "
-            "chunk_scheme, ocr_engine, ocr_pages, needs_ocr_pages, indexed_at, path, "
-            "section_count, chunk_count) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "chunk_scheme, ocr_engine, ocr_pages, needs_ocr_pages, redactions, detector_version, "
+            "indexed_at, path, section_count, chunk_count) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 *values,
                 len(content.sections),
@@ -374,8 +379,8 @@ def _upsert_document(
         ).lastrowid
     conn.execute(
         "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, title=?, status=?, "
-        "error=?, chunk_scheme=?, ocr_engine=?, ocr_pages=?, needs_ocr_pages=?, indexed_at=?, "
-        "path=? WHERE id=?",
+        "error=?, chunk_scheme=?, ocr_engine=?, ocr_pages=?, needs_ocr_pages=?, redactions=?, "
+        "detector_version=?, indexed_at=?, path=? WHERE id=?",
         (*values, doc_id),
     )
     if counts:
@@ -501,12 +506,52 @@ def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reaso
         discard_document(conn, retired)
 
 
-def update_stat_only(conn: sqlite3.Connection, doc_id: int, entry: FileEntry) -> None:
+def update_stat_only(
+    conn: sqlite3.Connection, doc_id: int, entry: FileEntry, detector_version: int | None = None
+) -> None:
+    """Same bytes: only the stat changes (and the detector version, when the stored text was
+    checked again instead of re-read)."""
     with write_transaction(conn):
         conn.execute(
             "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
             (entry.size, entry.mtime_ns, doc_id),
         )
+        if detector_version is not None:
+            conn.execute(
+                "UPDATE documents SET detector_version = ? WHERE id = ?",
+                (detector_version, doc_id),
+            )
+
+
+# FTS5 deletes only mark rows deleted: a removed row's terms stay in the older index segments
+# until they are merged. 'optimize' merges every segment into one without them (with
+# secure_delete, the freed pages are zeroed), and a TRUNCATE checkpoint empties the WAL.
+PURGED_FTS_TABLES = ("chunks_fts", "chunks_words", "chunks_ocr_fts", "chunks_cjk")
+PURGE_PENDING_KEY = "fts_purge_pending"  # meta row: a purge is owed (survives a cancel or kill)
+
+
+def mark_purge_pending(conn: sqlite3.Connection) -> None:
+    with write_transaction(conn):
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (PURGE_PENDING_KEY,),
+        )
+
+
+def purge_pending(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (PURGE_PENDING_KEY,)).fetchone()
+    return row is not None
+
+
+def purge_removed_text(conn: sqlite3.Connection) -> None:
+    """Rewrite the full-text indexes so that no deleted text survives in them; run after a sync
+    replaced documents whose older text held secrets (rare: costs one index rewrite)."""
+    with write_transaction(conn):
+        for table in PURGED_FTS_TABLES:
+            conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+        conn.execute("DELETE FROM meta WHERE key = ?", (PURGE_PENDING_KEY,))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
 def remove_document(

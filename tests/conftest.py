@@ -142,8 +142,16 @@ def no_state_in_the_real_home() -> object:
     assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
 
 
+def undo_migration_6(conn: sqlite3.Connection) -> None:
+    """An index as schema 5 left it (no redaction count or secret-detector version)."""
+    conn.execute("ALTER TABLE documents DROP COLUMN redactions")
+    conn.execute("ALTER TABLE documents DROP COLUMN detector_version")
+    conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+
+
 def undo_migration_5(conn: sqlite3.Connection) -> None:
-    """An index as schema 4 left it (no sections.hub)."""
+    """An index as schema 4 left it (no sections.hub, nor what later migrations added)."""
+    undo_migration_6(conn)
     conn.execute("ALTER TABLE sections DROP COLUMN hub")
     conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
 

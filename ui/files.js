@@ -111,6 +111,9 @@ function fileRow(item) {
       {},
       h("span", { class: `badge status-${item.status}` }, item.status.replace("_", " ")),
       item.ocr ? h("span", { class: "badge" }, "OCR") : null,
+      item.redactions
+        ? h("span", { class: "badge", title: "secrets replaced by [redacted secret]" }, `${item.redactions} redacted`)
+        : null,
     ),
   );
 }

@@ -58,6 +58,7 @@ function render(report) {
         ["Sections", fmtInt(report.sections)],
         ["Chunks", fmtInt(report.chunks)],
         ["Documents to re-index", fmtInt(report.needs_reindex_documents)],
+        ["Documents with redacted secrets", fmtInt((report.secrets || {}).documents_redacted)],
         ["Schema version", report.schema_version === null ? "—" : String(report.schema_version)],
         ["Chunk scheme", String(report.chunk_scheme)],
       ]),
