@@ -15,6 +15,7 @@ import re
 import sqlite3
 import unicodedata
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from rag_results import Hit, Omitted, SearchResult
@@ -46,7 +47,10 @@ def fit(conn: sqlite3.Connection, result: SearchResult, max_chars: int) -> Searc
     children = _children(conn, [h.chunk_id for h in result.hits])
     hits = _collapse_copies(result.hits, result.sections, children)
     texts = {h.section_id: result.sections[h.section_id] for h in hits}
-    dropped = len(result.hits) - len(hits)  # copies: listed in other_paths, not lost
+    copies = len(result.hits) - len(hits)  # listed in other_paths, not lost
+    if copies:
+        note = f"{copies} copies of documents above are listed in their hit's other_paths"
+        result = result.with_changes(warnings=[*result.warnings, note])
     spans = {h.section_id: _child_span(texts[h.section_id], children.get(h.chunk_id)) for h in hits}
 
     def render(windows: dict[int, _Window], kept: list[Hit], omitted: Omitted) -> SearchResult:
@@ -55,16 +59,17 @@ def fit(conn: sqlite3.Connection, result: SearchResult, max_chars: int) -> Searc
             hits=kept, sections=sections, omitted=omitted, more=_more(omitted, max_chars)
         )
 
-    # Reserve room for the worst case of the bookkeeping fields, then fill with text.
+    # Reserve room for the worst case of the bookkeeping fields (every section cut, or every
+    # section left out and its snippet shown instead), then fill with text.
     kept = list(hits)
     while True:
-        worst = Omitted(
-            hits=len(result.hits),
-            cut_sections=tuple(h.section_id for h in kept),
-            left_out_sections=(),
+        ids = tuple(h.section_id for h in kept)
+        worst = Omitted(hits=len(hits), cut_sections=ids, left_out_sections=ids)
+        empty = {sid: _Window(0, 0) for sid in ids}
+        skeleton = max(
+            json_len(render(empty, kept, worst).to_dict()),
+            json_len(render({}, kept, worst).to_dict()),
         )
-        empty = {h.section_id: _Window(0, 0) for h in kept}
-        skeleton = json_len(render(empty, kept, worst).to_dict())
         if skeleton <= max_chars or len(kept) == 1:
             break
         kept.pop()
@@ -104,26 +109,29 @@ def fit(conn: sqlite3.Connection, result: SearchResult, max_chars: int) -> Searc
         ),
         left_out_sections=tuple(h.section_id for h in kept if h.section_id not in windows),
     )
-    shaped = render(windows, kept, omitted)
-    if dropped:
-        shaped = shaped.with_changes(
-            warnings=[*shaped.warnings, f"{dropped} copies of documents above are in other_paths"]
-        )
-    return _enforce(shaped, max_chars)
+    return _enforce(render(windows, kept, omitted), max_chars)
 
 
 def _enforce(result: SearchResult, max_chars: int) -> SearchResult:
     """Last guard: the reservation above is an upper bound, but a warning or a renumbered
     omission could still tip it over; drop text from the lowest-ranked window."""
-    while json_len(result.to_dict()) > max_chars and result.sections:
-        sid = next(h.section_id for h in reversed(result.hits) if h.section_id in result.sections)
-        sections = {k: v for k, v in result.sections.items() if k != sid}
+    while json_len(result.to_dict()) > max_chars and len(result.hits) > 1:
+        last = result.hits[-1]
         omitted = replace(
             result.omitted,
-            cut_sections=tuple(s for s in result.omitted.cut_sections if s != sid),
-            left_out_sections=(*result.omitted.left_out_sections, sid),
+            hits=result.omitted.hits + 1,
+            cut_sections=tuple(s for s in result.omitted.cut_sections if s != last.section_id),
+            left_out_sections=tuple(
+                s for s in result.omitted.left_out_sections if s != last.section_id
+            ),
         )
-        result = result.with_changes(sections=sections, omitted=omitted)
+        sections = {k: v for k, v in result.sections.items() if k != last.section_id}
+        result = result.with_changes(
+            hits=result.hits[:-1],
+            sections=sections,
+            omitted=omitted,
+            more=_more(omitted, max_chars),
+        )
     return result
 
 
@@ -205,6 +213,7 @@ def _cost(text: str, window: _Window) -> int:
 
 
 def _show(text: str, window: _Window) -> str:
+    window = _Window(_safe(text, window.start, False), _safe(text, window.end, True))
     piece = text[window.start : window.end]
     if window.start > 0:
         piece = CUT_MARK + " " + piece.lstrip()
@@ -218,11 +227,17 @@ def _boundaries(text: str) -> list[int]:
     return sorted({0, len(text), *(m.end() for m in _SENTENCE_END.finditer(text))})
 
 
+@lru_cache(maxsize=256)
+def _marks(text: str) -> tuple[tuple[int, int], ...]:
+    """**mark** spans, paired from the start of the text (pairing from a cut would be wrong)."""
+    return tuple((m.start(), m.end()) for m in _MARKED.finditer(text))
+
+
 def _safe(text: str, at: int, forward: bool) -> int:
     """Move a cut out of a **mark**, a surrogate pair or a base + combining-mark cluster."""
-    for match in _MARKED.finditer(text, max(0, at - 210), min(len(text), at + 210)):
-        if match.start() < at < match.end():
-            at = match.end() if forward else match.start()
+    for start, end in _marks(text):
+        if start < at < end:
+            at = end if forward else start
     step = 1 if forward else -1
     while 0 < at < len(text) and (
         unicodedata.combining(text[at])

@@ -114,15 +114,16 @@ def print_search(result_dict: dict[str, Any], explain: bool) -> None:
     if not result_dict["hits"]:
         print("no results")
     for hit in result_dict["hits"]:
-        where = f" [{hit['location_label']}]" if hit["location_label"] else ""
         flags = (" (OCR)" if hit["ocr"] else "") + (" (STALE: re-sync)" if hit["stale"] else "")
-        print(f"{hit['rank']}. {hit['display_path']}{where}{flags}  score {hit['score']:.4f}")
+        print(f"{hit['rank']}. {hit['citation']}{flags}  score {hit['score']:.4f}")
         print(f"   {hit['snippet']}")
         if explain:
             channels = ", ".join(
                 f"{name} #{c['rank']} ({c['score']:.3f})" for name, c in hit["channels"].items()
             )
             print(f"   channels: {channels}")
+    if result_dict["hits"]:
+        print(f"confidence: {result_dict['confidence']}")
     for warning in result_dict["warnings"]:
         sys.stderr.write(f"warning: {warning}\n")
 
