@@ -39,11 +39,12 @@ class Evidence:
     semantic: bool  # the semantic channel has it within AGREE_RANK
     cosine: float | None  # the top hit's cosine, None when semantic did not run
     margin: float  # (top score - runner-up) / top score; 1.0 for a single hit
+    cosine_gap: float  # top hit's cosine minus the median cosine of the other hits (0: none)
 
 
 def evidence(result: SearchResult) -> Evidence:
     if not result.hits:
-        return Evidence(0, 0.0, False, False, None, 0.0)
+        return Evidence(0, 0.0, False, False, None, 0.0, 0.0)
     top = result.hits[0]
     lexical = any(c.rank <= AGREE_RANK for name, c in top.channels.items() if name != "semantic")
     sem = top.channels.get("semantic")
@@ -52,6 +53,10 @@ def evidence(result: SearchResult) -> Evidence:
         cosine = 0.0  # semantic ran and did not find the top hit at all
     second = result.hits[1].score if len(result.hits) > 1 else 0.0
     margin = (top.score - second) / top.score if top.score > 0 else 0.0
+    others = sorted(
+        h.channels["semantic"].score for h in result.hits[1:] if "semantic" in h.channels
+    )
+    gap = (cosine or 0.0) - others[len(others) // 2] if others and cosine else 0.0
     return Evidence(
         hits=len(result.hits),
         coverage=coverage(result.query, result.sections.get(top.section_id, top.snippet)),
@@ -59,6 +64,7 @@ def evidence(result: SearchResult) -> Evidence:
         semantic=sem is not None and sem.rank <= AGREE_RANK,
         cosine=cosine,
         margin=margin,
+        cosine_gap=gap,
     )
 
 
