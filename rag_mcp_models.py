@@ -234,3 +234,9 @@ def check_against_shapes() -> None:
 
 
 check_against_shapes()
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The tool's outputSchema: the validation schema (required keys, additionalProperties
+    false). The serialization schema would be empty: _Out's serializer returns a plain dict."""
+    return model.model_json_schema(mode="validation")

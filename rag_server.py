@@ -77,7 +77,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
     read_only = ToolAnnotations(**READ_ONLY)
     non_destructive = ToolAnnotations(**NON_DESTRUCTIVE)
 
-    @mcp.tool(annotations=read_only)
+    @mcp.tool(annotations=read_only, output_schema=out.output_schema(out.SearchOut))
     def rag_search(
         query: Annotated[
             str, Field(min_length=1, max_length=1000, description="words to look for, any language")
@@ -125,7 +125,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         )
         return out.SearchOut.model_validate(result.to_dict())
 
-    @mcp.tool(annotations=read_only)
+    @mcp.tool(annotations=read_only, output_schema=out.output_schema(out.ReadOut))
     def rag_read(
         path: Annotated[str, Field(description="display_path of a hit or of rag_list")],
         section_id: Annotated[
@@ -156,7 +156,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             )
         )
 
-    @mcp.tool(annotations=read_only)
+    @mcp.tool(annotations=read_only, output_schema=out.output_schema(out.ListOut))
     def rag_list(
         path_prefix: Annotated[
             str | None, Field(description="only files under this folder")
@@ -180,7 +180,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             )
         )
 
-    @mcp.tool(annotations=non_destructive)
+    @mcp.tool(annotations=non_destructive, output_schema=out.output_schema(out.JobOut))
     def sync_kb(
         path: Annotated[
             str | None, Field(description="optional sub-folder of the knowledge dir to sync")
@@ -190,21 +190,21 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         sync_status). A running sync is returned instead of starting a second one."""
         return out.JobOut.model_validate(_call(rag_service.start_sync, config, path).to_dict())
 
-    @mcp.tool(annotations=read_only)
+    @mcp.tool(annotations=read_only, output_schema=out.output_schema(out.JobOut))
     def sync_status(
         job_id: Annotated[str | None, Field(description="job id; omit for the latest")] = None,
     ) -> out.JobOut:
         """Progress of a sync job: state, phase, percent, ETA, counts and per-file errors."""
         return out.JobOut.model_validate(_call(rag_service.sync_status, config, job_id).to_dict())
 
-    @mcp.tool(annotations=non_destructive)
+    @mcp.tool(annotations=non_destructive, output_schema=out.output_schema(out.JobOut))
     def cancel_sync(
         job_id: Annotated[str, Field(min_length=1, description="the job to cancel")],
     ) -> out.JobOut:
         """Stop a running sync; documents already indexed stay searchable."""
         return out.JobOut.model_validate(_call(rag_service.cancel_sync, config, job_id).to_dict())
 
-    @mcp.tool(annotations=read_only)
+    @mcp.tool(annotations=read_only, output_schema=out.output_schema(out.HealthOut))
     def rag_health() -> out.HealthOut:
         """Paths, index counts, last job, semantic/OCR state, and the fix for any problem.
         Use it when a search finds nothing, to tell 'nothing found' from 'nothing indexed'."""
