@@ -114,6 +114,11 @@ async def _mcp(config: Config, calls: list[tuple[str, dict[str, Any]]]) -> list[
     out = []
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
+        schemas = {t.name: t.output_schema for t in (await session.list_tools()).tools}
+        for tool, shape in (("rag_search", shapes.SEARCH), ("rag_health", shapes.HEALTH)):
+            assert set(schemas[tool]["properties"]) == set(shape.full)
+            assert schemas[tool]["additionalProperties"] is False
+            assert set(schemas[tool]["required"]) == set(shape.keys("compact")) - shape.optional
         for name, args in calls:
             result = await session.call_tool(name, args)
             assert not result.is_error, result.content
