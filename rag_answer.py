@@ -28,6 +28,7 @@ _MARKED = re.compile(r"\*\*[^*\n]{1,200}?\*\*")
 # Pass 1 widens a child to whole sentences only this far on each side; a longer sentence is cut
 # at a space instead (a 2,000-character table row is not one "sentence" an agent must read).
 CORE_WIDEN_MAX_CHARS = 300
+REFILL_ROUNDS = 3  # each round hands back what the worst-case reservation did not need
 MIN_WINDOW_CHARS = 120  # a shorter scrap of a section is worth less than the snippet it replaces
 
 
@@ -74,10 +75,42 @@ def fit(conn: sqlite3.Connection, result: SearchResult, max_chars: int) -> Searc
             break
         kept.pop()
     lost_hits = len(hits) - len(kept)
-    room = max_chars - skeleton
+
+    def omitted_of(windows: dict[int, _Window]) -> Omitted:
+        # Hits whose section got no room keep their snippet; a left-out section costs no key.
+        return Omitted(
+            hits=lost_hits,
+            cut_sections=tuple(
+                sid for sid, w in windows.items() if (w.start, w.end) != (0, len(texts[sid]))
+            ),
+            left_out_sections=tuple(h.section_id for h in kept if h.section_id not in windows),
+        )
+
     windows: dict[int, _Window] = {}
-    for hit in kept:  # pass 1: the matched child, widened to whole sentences
+    _fill(kept, texts, spans, windows, max_chars - skeleton)
+    # The reservation was the worst case: hand what it did not need back, best hits first.
+    for _ in range(REFILL_ROUNDS):
+        used = json_len(render(windows, kept, omitted_of(windows)).to_dict())
+        before = dict(windows)
+        _fill(kept, texts, spans, windows, max_chars - used)
+        if windows == before:
+            break
+    return _enforce(render(windows, kept, omitted_of(windows)), max_chars)
+
+
+def _fill(
+    kept: list[Hit],
+    texts: dict[int, str],
+    spans: dict[int, _Window],
+    windows: dict[int, _Window],
+    room: int,
+) -> None:
+    """Pass 1 gives each hit without a window its matched child, widened to whole sentences;
+    pass 2 widens the windows, best-ranked first, towards the whole section."""
+    for hit in kept:
         sid = hit.section_id
+        if sid in windows:
+            continue
         text = texts[sid]
         core = _widen(text, spans[sid], CORE_WIDEN_MAX_CHARS)
         for candidate in (core, spans[sid]):
@@ -91,25 +124,17 @@ def fit(conn: sqlite3.Connection, result: SearchResult, max_chars: int) -> Searc
             if squeezed is not None:
                 windows[sid] = squeezed
                 room -= _cost(text, squeezed)
-    for hit in kept:  # pass 2: best first, widen towards the whole section
+    for hit in kept:
         sid = hit.section_id
         if sid not in windows:
             continue
         text = texts[sid]
         current = windows[sid]
-        whole = _Window(0, len(text))
-        grown = _grow(text, current, room + _cost(text, current)) if current != whole else whole
+        if current == _Window(0, len(text)):
+            continue
+        grown = _grow(text, current, room + _cost(text, current))
         room -= _cost(text, grown) - _cost(text, current)
         windows[sid] = grown
-    # Hits whose section got no room keep their snippet; a left-out section's key costs nothing.
-    omitted = Omitted(
-        hits=lost_hits,
-        cut_sections=tuple(
-            sid for sid, w in windows.items() if (w.start, w.end) != (0, len(texts[sid]))
-        ),
-        left_out_sections=tuple(h.section_id for h in kept if h.section_id not in windows),
-    )
-    return _enforce(render(windows, kept, omitted), max_chars)
 
 
 def _enforce(result: SearchResult, max_chars: int) -> SearchResult:
