@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--type", action="append", dest="file_types")
     p.add_argument("--mode", default="hybrid", choices=rag_service.MODES)
     p.add_argument("--explain", action="store_true", help="show each channel's rank")
+    p.add_argument(
+        "--max-chars", type=int, help="bound the response as rag_search does for agents (8000)"
+    )
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("health", help="configuration, index and engine state")
     p.add_argument("--json", action="store_true")
@@ -158,6 +161,7 @@ def _dispatch(config: Config, args: argparse.Namespace) -> int:
             path_prefix=args.path_prefix,
             file_types=args.file_types,
             mode=args.mode,
+            max_chars=args.max_chars,
         ).to_dict()
         _emit(result) if args.json else print_search(result, args.explain)
         return 0

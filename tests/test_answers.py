@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import REPO, make_config
 from format_fixtures import RUSSIAN, THAI, make_docx, make_pptx, make_xlsx, write_text_pdf
 from web_fixtures import sync_now
 
@@ -234,3 +236,28 @@ def test_max_chars_out_of_range_is_a_plain_error(config: Config, bad: object) ->
 def test_unknown_detail_is_a_plain_error(config: Config) -> None:
     with pytest.raises(InvalidArgument, match="unknown detail"):
         rag_service.search(config, "x", detail="tiny")
+
+
+def test_cli_prints_citation_and_confidence_and_honours_max_chars(tmp_path: Path) -> None:
+    files = {f"n{i:02d}.md": _long_section(i, "zephyr") + "\n" for i in range(12)}
+    config = _sync(tmp_path, files)
+    base = [
+        sys.executable,
+        str(REPO / "rag_server.py"),
+        "--knowledge-dir",
+        str(config.knowledge_dir),
+        "--data-dir",
+        str(config.data_dir),
+        "--semantic",
+        "off",
+        "search",
+        "zephyr",
+    ]
+    run = subprocess.run(
+        [*base, "--json", "--max-chars", "3000"], capture_output=True, text=True, check=True
+    )
+    body = json.loads(run.stdout)
+    assert json_len(body) <= 3_000 and body["truncated"] is True
+    text = subprocess.run(base, capture_output=True, text=True, check=True).stdout
+    first = rag_service.search(config, "zephyr").hits[0]
+    assert f"1. {first.citation}" in text and "confidence: " in text
