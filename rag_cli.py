@@ -36,6 +36,9 @@ def command_parser() -> argparse.ArgumentParser:
     p.add_argument("--type", action="append", dest="file_types")
     p.add_argument("--mode", default="hybrid", choices=rag_service.MODES)
     p.add_argument("--explain", action="store_true", help="show each channel's rank")
+    p.add_argument(
+        "--max-chars", type=int, help="bound the response as rag_search does for agents (8000)"
+    )
     p.add_argument("--json", action="store_true")
     p = sub.add_parser("health", help="configuration, index and engine state")
     p.add_argument("--json", action="store_true")
@@ -102,15 +105,16 @@ def print_search(result_dict: dict[str, Any], explain: bool) -> None:
     if not result_dict["hits"]:
         print("no results")
     for hit in result_dict["hits"]:
-        where = f" [{hit['location_label']}]" if hit["location_label"] else ""
         flags = (" (OCR)" if hit["ocr"] else "") + (" (STALE: re-sync)" if hit["stale"] else "")
-        print(f"{hit['rank']}. {hit['display_path']}{where}{flags}  score {hit['score']:.4f}")
+        print(f"{hit['rank']}. {hit['citation']}{flags}  score {hit['score']:.4f}")
         print(f"   {hit['snippet']}")
         if explain:
             channels = ", ".join(
                 f"{name} #{c['rank']} ({c['score']:.3f})" for name, c in hit["channels"].items()
             )
             print(f"   channels: {channels}")
+    if result_dict["hits"]:
+        print(f"confidence: {result_dict['confidence']}")
     for warning in result_dict["warnings"]:
         sys.stderr.write(f"warning: {warning}\n")
 
@@ -145,6 +149,7 @@ def _dispatch(config: Config, args: argparse.Namespace) -> int:
             path_prefix=args.path_prefix,
             file_types=args.file_types,
             mode=args.mode,
+            max_chars=args.max_chars,
         ).to_dict()
         _emit(result) if args.json else print_search(result, args.explain)
         return 0

@@ -12,7 +12,7 @@ from helpers.extract.blocks import Location
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE
 from helpers.safety import scope_like_pattern
 from helpers.text.chunking import CHUNK_SCHEME
-from rag_results import UNTRUSTED_NOTICE
+from rag_results import DOCUMENT, LIST, READ, SECTION, UNTRUSTED_NOTICE
 
 LIST_SORT_COLUMNS = {
     "path": "path",
@@ -68,39 +68,43 @@ def list_documents(
         (*params, query.limit, query.offset),
     ).fetchall()
     items = [_document_dict(row, knowledge_dir) for row in rows]
-    return {
-        "total": total,
-        "offset": query.offset,
-        "limit": query.limit,
-        "items": items,
-        "next_offset": query.offset + len(items) if query.offset + len(items) < total else None,
-    }
+    return LIST.build(
+        {
+            "total": total,
+            "offset": query.offset,
+            "limit": query.limit,
+            "items": items,
+            "next_offset": query.offset + len(items) if query.offset + len(items) < total else None,
+        }
+    )
 
 
 def _document_dict(row: sqlite3.Row, knowledge_dir: Path) -> dict[str, Any]:
     status = row["status"]
     if status != "failed" and row["chunk_scheme"] != CHUNK_SCHEME:
         status = "needs_reindex"
-    return {
-        "path": row["path"],
-        "display_path": row["path"],
-        "abs_path": str(knowledge_dir / row["path"]),
-        "title": row["title"],
-        "format": row["format"],
-        "size": row["size"],
-        "modified_ns": row["mtime_ns"],
-        "sections": row["section_count"],
-        "chunks": row["chunk_count"],
-        "status": status,
-        "error": row["error"],
-        "ocr": bool(row["ocr_pages"]),
-        "ocr_engine": row["ocr_engine"],
-        "ocr_pages": json.loads(row["ocr_pages"]) if row["ocr_pages"] else [],
-        "needs_ocr_pages": json.loads(row["needs_ocr_pages"]) if row["needs_ocr_pages"] else [],
-        "indexed_at": row["indexed_at"],
-        # secret spans replaced by "[redacted secret]" (helpers.secrets); 0 before schema 6
-        "redactions": row["redactions"] if "redactions" in row.keys() else 0,  # noqa: SIM118
-    }
+    return DOCUMENT.build(
+        {
+            "path": row["path"],
+            "display_path": row["path"],
+            "abs_path": str(knowledge_dir / row["path"]),
+            "title": row["title"],
+            "format": row["format"],
+            "size": row["size"],
+            "modified_ns": row["mtime_ns"],
+            "sections": row["section_count"],
+            "chunks": row["chunk_count"],
+            "status": status,
+            "error": row["error"],
+            "ocr": bool(row["ocr_pages"]),
+            "ocr_engine": row["ocr_engine"],
+            "ocr_pages": json.loads(row["ocr_pages"]) if row["ocr_pages"] else [],
+            "needs_ocr_pages": json.loads(row["needs_ocr_pages"]) if row["needs_ocr_pages"] else [],
+            "indexed_at": row["indexed_at"],
+            # secret spans replaced by "[redacted secret]" (helpers.secrets); 0 before schema 6
+            "redactions": row["redactions"] if "redactions" in row.keys() else 0,  # noqa: SIM118
+        }
+    )
 
 
 def find_document(conn: sqlite3.Connection, rel_path: str) -> sqlite3.Row | None:
@@ -165,22 +169,26 @@ def read_sections(
             break
         loc = Location.from_dict(json.loads(row["location"]))
         out.append(
-            {
-                "section_id": row["id"],
-                "ordinal": row["ordinal"],
-                "location": loc.to_dict(),
-                "location_label": loc.label(),
-                "text": row["text"],
-            }
+            SECTION.build(
+                {
+                    "section_id": row["id"],
+                    "ordinal": row["ordinal"],
+                    "location": loc.to_dict(),
+                    "location_label": loc.label(),
+                    "text": row["text"],
+                }
+            )
         )
         used += len(row["text"])
-    return {
-        "found": True,
-        "path": doc["path"],
-        "display_path": doc["path"],
-        "title": doc["title"],
-        "content_trust": UNTRUSTED_NOTICE,
-        "total_sections": len(rows),
-        "sections": out,
-        "next_offset": next_offset,
-    }
+    return READ.build(
+        {
+            "found": True,
+            "path": doc["path"],
+            "display_path": doc["path"],
+            "title": doc["title"],
+            "content_trust": UNTRUSTED_NOTICE,
+            "total_sections": len(rows),
+            "sections": out,
+            "next_offset": next_offset,
+        }
+    )

@@ -319,6 +319,8 @@ def evaluate_query(
         "relevant": relevant,
         "rank": rank,
         "top": documents[: options.k],
+        "citation": result.hits[0].citation if result.hits else None,  # the top hit's
+        "confidence": result.confidence,
         "latency_ms": round(latency_ms, 2),
     }
     if query.group:

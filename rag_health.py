@@ -20,6 +20,7 @@ from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import schema_version
 from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
+from rag_results import DISK, HEALTH, LAST_JOB
 from rag_storage import (
     check_config,
     connect_for_reading,
@@ -33,16 +34,7 @@ SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB 
 LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
 # rag_documents.list_documents' rule: a big document being written, or an old version being
 # discarded (rag_sync_write), lives under a staging path; it is no file of the knowledge dir.
-LAST_JOB_KEYS = (
-    "job_id",
-    "state",
-    "phase",
-    "percent",
-    "counts",
-    "error_count",
-    "message",
-    "finished_at",
-)
+LAST_JOB_KEYS = LAST_JOB.full
 
 
 def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> dict[str, Any]:
@@ -160,17 +152,16 @@ def health(config: Config) -> dict[str, Any]:
         report["status"] = "error"
     elif report["warnings"]:
         report["status"] = "degraded"
-    return report
+    return HEALTH.build(report)
 
 
 def _fill_disk_state(config: Config, report: dict[str, Any]) -> None:
     """Free space of the data dir, a warning below LOW_FREE_SPACE_BYTES, and the fix when the
     last sync failed on a full disk."""
     free = free_bytes(config.data_dir)
-    report["disk"] = {
-        "data_dir_free_bytes": free,
-        "low_free_space_bytes": LOW_FREE_SPACE_BYTES,
-    }
+    report["disk"] = DISK.build(
+        {"data_dir_free_bytes": free, "low_free_space_bytes": LOW_FREE_SPACE_BYTES}
+    )
     where = f"{config.data_dir} ({human_bytes(free)} free)"
     last = report.get("last_job") or {}
     if last.get("state") == "failed" and fault_in_message(last.get("message") or "") == "full":

@@ -20,6 +20,7 @@ from typing import Any
 
 from helpers import platform_caps
 from rag_db import write_transaction
+from rag_results import JOB
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
 FINAL_STATES = ("cancelled", "succeeded", "failed")
@@ -64,32 +65,12 @@ class JobView:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "job_id": self.job_id,
-            "state": self.state,
-            "phase": self.phase,
-            "scope": self.scope,
-            "percent": round(self.percent, 1),
-            "current_file": self.current_file,
-            "completed_files": self.completed_files,
-            "total_files": self.total_files,
-            "done_bytes": self.done_bytes,
-            "total_bytes": self.total_bytes,
-            "eta_seconds": None if self.eta_seconds is None else round(self.eta_seconds, 1),
-            "counts": self.counts,
-            "semantic": self.semantic,
-            "errors": self.errors,
-            "error_count": self.error_count,
-            "message": self.message,
-            "pid": self.pid,
-            "created_at": self.created_at,
-            "started_at": self.started_at,
-            "updated_at": self.updated_at,
-            "finished_at": self.finished_at,
-            "heartbeat": self.heartbeat,
-            "already_running": self.already_running,
-            "file_progress": self.file_progress,
-        }
+        """The keys of rag_results.JOB, from the fields of the same names."""
+        values = {key: getattr(self, key) for key in JOB.full}
+        values["percent"] = round(self.percent, 1)
+        if self.eta_seconds is not None:
+            values["eta_seconds"] = round(self.eta_seconds, 1)
+        return JOB.build(values)
 
 
 def lock_is_held(lock_path: Path) -> bool:

@@ -1,16 +1,27 @@
-"""Typed MCP outputs: pydantic views of the shared result dicts (rag_results / rag_jobs /
-rag_documents), so clients get an outputSchema. The dicts stay the single source of the shape;
-these models only validate and describe it."""
+"""Typed MCP outputs: pydantic views of the shapes in rag_results, so clients get an outputSchema.
+
+rag_results is the single source of the keys: every model here is checked against its Shape at
+import (same field set; required = the keys the compact or only projection always carries), and
+`extra="forbid"` rejects a key the shape does not know. A field the response left out (a compact
+hit's abs_path, say) is left out of the structured content too, not sent as null."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+import rag_results as shapes
 
 
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="forbid")
+
+    @model_serializer(mode="wrap")
+    def _only_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Serialise the keys the response carried, nothing the model would add."""
+        data = handler(self)
+        return {k: v for k, v in data.items() if k in self.model_fields_set}
 
 
 class ChannelRankOut(_Out):
@@ -20,20 +31,30 @@ class ChannelRankOut(_Out):
 
 class HitOut(_Out):
     rank: int
-    path: str = Field(description="path relative to the knowledge dir")
-    display_path: str = Field(description="cite this path")
-    abs_path: str
+    path: str = Field(description="path relative to the knowledge dir: pass it to rag_read")
+    display_path: str | None = Field(default=None, description="full detail: equals path")
+    abs_path: str | None = Field(default=None, description="full detail: absolute path")
     title: str
     format: str
     location: dict[str, Any] = Field(description="page / sheet+cell_range / slide / heading_path")
-    location_label: str = Field(description="cite this location, e.g. 'p. 3'")
-    snippet: str = Field(description="excerpt; matched terms in **bold**")
+    location_label: str | None = Field(default=None, description="full detail: e.g. 'p. 3'")
+    citation: str = Field(description="cite this, e.g. 'reports/q3.pdf, p. 12'")
+    snippet: str | None = Field(
+        default=None,
+        description="excerpt, matched terms in **bold**; compact detail leaves it out when the "
+        "section window in `sections` holds it",
+    )
     score: float
-    channels: dict[str, ChannelRankOut] = Field(description="which channels found it, at what rank")
-    section_id: int = Field(description="key into `sections` for the full parent text")
-    chunk_id: int
+    channels: dict[str, ChannelRankOut] | None = Field(
+        default=None, description="full detail: which channels found it, at what rank"
+    )
+    section_id: int = Field(description="key into `sections`; rag_read(path, section_id)")
+    chunk_id: int | None = Field(default=None, description="full detail: the matched child")
     ocr: bool = Field(description="text came from OCR of a scan")
     stale: bool = Field(description="file changed since indexing: re-sync before trusting")
+    other_paths: list[str] | None = Field(
+        default=None, description="copies of this document (same text) under other paths"
+    )
 
 
 class SourceOut(_Out):
@@ -43,16 +64,30 @@ class SourceOut(_Out):
     locations: list[str]
 
 
+class OmittedOut(_Out):
+    hits: int = Field(description="hits dropped to fit max_chars")
+    cut_sections: list[int] = Field(description="sections shown as a window, cut marked with …")
+    left_out_sections: list[int] = Field(description="sections not shown (their hit stays)")
+
+
 class SearchOut(_Out):
     query: str
     mode: str
+    confidence: str = Field(
+        description="high | medium | low; low: nothing really matched, rephrase or say so"
+    )
     content_trust: str
+    truncated: bool = Field(description="the response was cut to fit max_chars")
+    omitted: OmittedOut
+    more: str | None = Field(description="how to get what was left out, when truncated")
     hits: list[HitOut]
-    sections: dict[str, str] = Field(description="parent section text by section_id")
-    sources: list[SourceOut]
-    channels_used: list[str]
+    sections: dict[str, str] = Field(
+        description="parent section text (or a window around the hit) by section_id"
+    )
+    sources: list[SourceOut] | None = Field(default=None, description="full detail only")
+    channels_used: list[str] | None = Field(default=None, description="full detail only")
     warnings: list[str]
-    elapsed_ms: float
+    elapsed_ms: float | None = Field(default=None, description="full detail only")
 
 
 class JobErrorOut(_Out):
@@ -85,7 +120,6 @@ class JobOut(_Out):
     heartbeat: float | None
     already_running: bool
     file_progress: dict[str, Any] | None = Field(
-        default=None,
         description='inside current_file: {"done": 120, "total": 2000, "unit": "page" or '
         '"chunks written"}; null between files',
     )
@@ -109,7 +143,7 @@ class DocumentOut(_Out):
     needs_ocr_pages: list[int]
     indexed_at: float
     redactions: int = Field(
-        0, description='secrets found in the text and replaced by "[redacted secret]"'
+        description='secrets found in the text and replaced by "[redacted secret]"'
     )
 
 
@@ -161,7 +195,6 @@ class HealthOut(_Out):
     chunks: int
     needs_reindex_documents: int
     secrets: dict[str, Any] = Field(
-        default_factory=dict,
         description="secret detector version, documents with redactions, redaction count, "
         "documents read by an older detector (re-read on the next sync)",
     )
@@ -175,3 +208,46 @@ class HealthOut(_Out):
         description="why the index cannot be written (searches still work), or null"
     )
     disk: DiskOut
+    platform: dict[str, Any] = Field(
+        description="the operating system and the protections it lacks (memory cap, parent-death "
+        "signal, /proc), each also a warning"
+    )
+
+
+_CHECKED: tuple[tuple[type[BaseModel], shapes.Shape], ...] = (
+    (ChannelRankOut, shapes.CHANNEL_RANK),
+    (HitOut, shapes.HIT),
+    (SourceOut, shapes.SOURCE),
+    (OmittedOut, shapes.OMITTED),
+    (SearchOut, shapes.SEARCH),
+    (JobErrorOut, shapes.JOB_ERROR),
+    (JobOut, shapes.JOB),
+    (DocumentOut, shapes.DOCUMENT),
+    (ListOut, shapes.LIST),
+    (SectionOut, shapes.SECTION),
+    (ReadOut, shapes.READ),
+    (DiskOut, shapes.DISK),
+    (HealthOut, shapes.HEALTH),
+)
+
+
+def check_against_shapes() -> None:
+    """Each model has exactly its shape's keys, and requires the keys every response carries."""
+    for model, shape in _CHECKED:
+        fields = set(model.model_fields)
+        required = {n for n, f in model.model_fields.items() if f.is_required()}
+        always = set(shape.keys("compact")) - shape.optional
+        if fields != set(shape.full) or required != always:
+            raise TypeError(
+                f"{model.__name__} disagrees with rag_results.{shape.name.upper()}: fields "
+                f"{sorted(fields ^ set(shape.full))}, required {sorted(required ^ always)}"
+            )
+
+
+check_against_shapes()
+
+
+def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The tool's outputSchema: the validation schema (required keys, additionalProperties
+    false). The serialization schema would be empty: _Out's serializer returns a plain dict."""
+    return model.model_json_schema(mode="validation")

@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import rag_answer
+import rag_confidence
 import rag_documents
 import rag_jobs
 import rag_search
@@ -40,7 +42,12 @@ from rag_errors import (
 )
 from rag_health import health, ocr_state, semantic_state
 from rag_jobs import FINAL_STATES, JobView, progress_line
-from rag_results import SearchResult
+from rag_results import (
+    ANSWER_MAX_CHARS_CAP,
+    ANSWER_MAX_CHARS_MIN,
+    DETAILS,
+    SearchResult,
+)
 from rag_search import LEXICAL_CHANNELS
 from rag_storage import (
     check_config,
@@ -174,8 +181,13 @@ def search(
     mode: str = "hybrid",
     modified_after: str | None = None,
     channels: Sequence[str] | None = None,
+    max_chars: int | None = None,
+    detail: str = "full",
 ) -> SearchResult:
+    """Ranked hits with a confidence band; `max_chars` bounds the serialised response
+    (rag_answer.fit: copies collapsed, sections cut to windows), `detail` picks the shape."""
     query, prefix = validate_search_args(query, top_k, mode, path_prefix)
+    _validate_answer_args(max_chars, detail)
     filters = rag_search.Filters(
         path_prefix=prefix,
         file_types=_validate_file_types(file_types),
@@ -200,7 +212,37 @@ def search(
             warnings=[*result.warnings, *warnings],
             channels_used=result.channels_used,
         )
-    return result
+    return _shape_answer(config, result, max_chars, detail)
+
+
+def _validate_answer_args(max_chars: int | None, detail: str) -> None:
+    if detail not in DETAILS:
+        raise InvalidArgument(f"unknown detail {detail!r}", f"use one of {', '.join(DETAILS)}")
+    if max_chars is not None and (
+        isinstance(max_chars, bool)
+        or not isinstance(max_chars, int)
+        or not ANSWER_MAX_CHARS_MIN <= max_chars <= ANSWER_MAX_CHARS_CAP
+    ):
+        raise InvalidArgument(
+            f"max_chars must be between {ANSWER_MAX_CHARS_MIN} and {ANSWER_MAX_CHARS_CAP}, "
+            f"got {max_chars!r}",
+            "omit it for the default budget; rag_read returns whole sections",
+        )
+
+
+def _shape_answer(
+    config: Config, result: SearchResult, max_chars: int | None, detail: str
+) -> SearchResult:
+    """Confidence from the fused hits, then the budget (when asked for) in the chosen shape."""
+    result = result.with_changes(confidence=rag_confidence.assess(result), detail=detail)
+    if max_chars is None or not result.hits:
+        return result
+    with storage_guard(config, "rag_search"):
+        conn = read_conn(config)
+        try:
+            return rag_answer.fit(conn, result, max_chars)
+        finally:
+            conn.close()
 
 
 def _search(

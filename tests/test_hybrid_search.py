@@ -101,7 +101,9 @@ def test_the_mcp_server_answers_semantic_searches_without_loading_the_ml_runtime
     server = McpProcess.start(semantic_config, tmp_path / "server.log", semantic_model=MODEL)
     try:
         for query in ("right to free education", "notice period to end the contract"):
-            is_error, result = server.call("rag_search", {"query": query, "mode": "hybrid"})
+            is_error, result = server.call(
+                "rag_search", {"query": query, "mode": "hybrid", "detail": "full"}
+            )
             assert not is_error, result
             assert "semantic" in result["hits"][0]["channels"], result["hits"][0]
         assert result["hits"][0]["path"] == "en/contract.md"

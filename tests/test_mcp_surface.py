@@ -68,7 +68,7 @@ def test_instructions_fit_the_limit_and_say_what_agents_need(tmp_path: Path):
     config = Config(tmp_path, tmp_path / "s", tmp_path / "s" / "i.db")
     text = rag_server.build_instructions(config)
     assert len(text) <= rag_server.INSTRUCTIONS_MAX_CHARS == 2048
-    for phrase in ("rag_search", "rag_health", "display_path", "untrusted", "general knowledge"):
+    for phrase in ("rag_search", "rag_health", "citation", "untrusted", "general knowledge", "low"):
         assert phrase in text
     longer = Config(
         tmp_path, tmp_path, tmp_path / "i.db", instructions_append="Corpus: HR policies"
@@ -143,7 +143,7 @@ async def test_read_list_and_prefix_filters_work_end_to_end(indexed: Config):
         )
         assert isinstance(scoped, dict)
         assert {h["path"] for h in scoped["hits"]} == {"docs/proj/plan.md"}
-        assert scoped["sources"][0]["display_path"] == "docs/proj/plan.md"
+        assert scoped["hits"][0]["citation"].startswith("docs/proj/plan.md")
         err, typed = await call("rag_search", {"query": "release", "file_types": ["pdf"]})
         assert isinstance(typed, dict) and typed["hits"] == []
         err, future = await call("rag_search", {"query": "release", "modified_after": "2999-01-01"})

@@ -44,6 +44,9 @@ function render(data) {
   clear(results);
   clear(warnings);
   for (const warning of data.warnings || []) warnings.append(h("li", {}, warning));
+  if (data.confidence === "low" && (data.hits || []).length) {
+    warnings.append(h("li", {}, "Low confidence: nothing really matched; try other words."));
+  }
   const count = data.hits.length;
   showStatus(
     statusLine,
@@ -89,7 +92,7 @@ function hitCard(hit, sectionText) {
       hit.ocr ? h("span", { class: "badge" }, "OCR") : null,
       hit.stale ? h("span", { class: "badge warn", title: "the file changed: sync again" }, "stale") : null,
     ),
-    h("div", { class: "path mono" }, hit.path),
+    h("div", { class: "path mono", title: hit.citation }, hit.path),
     h("p", { class: "snippet" }, markedText(hit.snippet)),
     channelList(hit.channels),
     h("div", { class: "abs" }, absPath, copy),

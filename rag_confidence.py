@@ -1,0 +1,105 @@
+"""How much a search response can be trusted: `high`, `medium` or `low`, from evidence the fused
+ranking already carries (no second retrieval, no model call; the same inputs give the same band).
+
+Evidence of the top hit: which sides found it (lexical channels, semantic) and how high, the
+share of the query's content words its section holds, how far its fused score stands above the
+runner-up's, and its cosine. Fed by the fused SearchResult (rag_service calls `assess` after
+rag_search.search), so ranking changes never touch this module (they may move the calibration:
+re-run bench/bench_confidence.py). Thresholds are calibrated on the public eval sets, in-domain
+and against another set's documents (numbers in bench/RESULTS.md, "Answer confidence").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from helpers.lexical.query_terms import Query
+from helpers.text.normalize import fold
+from rag_results import SearchResult
+
+# A side "agrees" when the top hit is within its first few ranks (chunk ranks inside a channel;
+# several chunks of one passage often take the first places). Reported, not used by band().
+AGREE_RANK = 3
+# Nothing really matched = neither side has evidence. Lexical: under two thirds of the query's
+# content words are in the top section. Semantic: the top cosine is under 0.84 or stands less
+# than 0.02 above the median of the other hits (multilingual-e5-small INT8: in-domain tops
+# 0.85-0.94, another set's questions 0.75-0.86; gaps 0.01-0.06 against -0.01-0.03). The
+# three constants are the grid point (coverage 0.4-0.67 x cosine 0.84-0.88 x gap 0-0.02) that
+# keeps every cross-set pair >= 80 % low while marking the fewest correct in-domain answers low
+# on the worst set (bench/RESULTS.md, "Answer confidence").
+COVERAGE_MIN = 2 / 3
+COSINE_MIN = 0.84
+COSINE_GAP_MIN = 0.02
+# A clear winner: the top fused score at least 20 % above the runner-up's. The one signal that
+# lifts precision@1 on every set (score margin beat cosine, cosine gap, agreement and coverage,
+# alone and combined, over margins 0.1-0.4).
+MARGIN_HIGH = 0.2
+
+
+@dataclass(frozen=True)
+class Evidence:
+    hits: int
+    coverage: float  # 0-1, content words of the query found in the top section
+    lexical: bool  # a lexical channel has the top hit within AGREE_RANK
+    semantic: bool  # the semantic channel has it within AGREE_RANK
+    cosine: float | None  # the top hit's cosine, None when semantic did not run
+    margin: float  # (top score - runner-up) / top score; 1.0 for a single hit (or copies)
+    cosine_gap: float  # top hit's cosine minus the median cosine of the other hits (0: none)
+
+
+def evidence(result: SearchResult) -> Evidence:
+    if not result.hits:
+        return Evidence(0, 0.0, False, False, None, 0.0, 0.0)
+    top = result.hits[0]
+    lexical = any(c.rank <= AGREE_RANK for name, c in top.channels.items() if name != "semantic")
+    sem = top.channels.get("semantic")
+    cosine = sem.score if sem is not None else None
+    if cosine is None and "semantic" in result.channels_used:
+        cosine = 0.0  # semantic ran and did not find the top hit at all
+    # The runner-up is the first hit with other text: a copy of the top document ties with it.
+    top_text = result.sections.get(top.section_id)
+    second = next(
+        (h.score for h in result.hits[1:] if result.sections.get(h.section_id) != top_text), 0.0
+    )
+    margin = (top.score - second) / top.score if top.score > 0 else 0.0
+    others = sorted(
+        h.channels["semantic"].score for h in result.hits[1:] if "semantic" in h.channels
+    )
+    gap = (cosine or 0.0) - others[len(others) // 2] if others and cosine else 0.0
+    return Evidence(
+        hits=len(result.hits),
+        coverage=coverage(result.query, result.sections.get(top.section_id, top.snippet)),
+        lexical=lexical,
+        semantic=sem is not None and sem.rank <= AGREE_RANK,
+        cosine=cosine,
+        margin=margin,
+        cosine_gap=gap,
+    )
+
+
+def coverage(raw_query: str, text: str) -> float:
+    """Share of the query's content words that occur in `text` (any accepted form)."""
+    groups = Query.parse(raw_query).content
+    if not groups:
+        return 0.0
+    folded = fold(text)
+    found = 0
+    for group in groups:
+        forms = group.substrings(recall=False) or (group.text,)
+        if any(form and form in folded for form in forms):
+            found += 1
+    return found / len(groups)
+
+
+def band(ev: Evidence) -> str:
+    """low when neither side really matched, high for a clear winner, else medium."""
+    if ev.hits == 0:
+        return "low"
+    semantic_weak = ev.cosine is None or ev.cosine < COSINE_MIN or ev.cosine_gap < COSINE_GAP_MIN
+    if ev.coverage < COVERAGE_MIN and semantic_weak:
+        return "low"
+    return "high" if ev.margin >= MARGIN_HIGH else "medium"
+
+
+def assess(result: SearchResult) -> str:
+    return band(evidence(result))
