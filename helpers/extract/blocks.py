@@ -34,10 +34,18 @@ class Location:
     heading_path: tuple[str, ...] = ()  # breadcrumb of headings above the block
     line_start: int | None = None  # 1-based line range for text-like formats
     line_end: int | None = None
+    # Inside a mail container: 1-based message of an mbox, and the attachment (nested ones
+    # joined by " / ") the block comes from; the fields above then describe the attachment.
+    message: int | None = None
+    attachment: str | None = None
 
     def label(self) -> str:
         """Human-readable place, e.g. 'p. 3', 'Prices!A1:D40', 'slide 4', 'lines 10-24'."""
         parts: list[str] = []
+        if self.message is not None:
+            parts.append(f"message {self.message}")
+        if self.attachment is not None:
+            parts.append(f"attachment {self.attachment}")
         if self.page is not None:
             parts.append(f"p. {self.page}")
         if self.sheet is not None:
@@ -55,7 +63,9 @@ class Location:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in ("page", "sheet", "cell_range", "slide", "line_start", "line_end"):
+        names = ("page", "sheet", "cell_range", "slide", "line_start", "line_end")
+        names += ("message", "attachment")
+        for name in names:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
@@ -73,6 +83,8 @@ class Location:
             heading_path=tuple(data.get("heading_path") or ()),
             line_start=data.get("line_start"),
             line_end=data.get("line_end"),
+            message=data.get("message"),
+            attachment=data.get("attachment"),
         )
 
     def same_unit(self, other: Location) -> bool:
@@ -82,6 +94,8 @@ class Location:
             and self.sheet == other.sheet
             and self.slide == other.slide
             and self.heading_path == other.heading_path
+            and self.message == other.message
+            and self.attachment == other.attachment
         )
 
 
