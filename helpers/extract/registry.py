@@ -81,6 +81,10 @@ _MODULES: dict[str, str] = {
     ".asciidoc": "asciidoc",
     ".org": "org",
     ".xml": "xml_text",
+    ".gz": "gzip_file",
+    ".rtf": "rtf",
+    ".eml": "mail",
+    ".mbox": "mail",
 }
 _MODULES.update(dict.fromkeys(SOURCE_CODE_SUFFIXES, "source_code"))
 
@@ -103,6 +107,7 @@ _INSTALL_HINTS = {
     "openpyxl": "pip install openpyxl",
     "odf": "pip install odfpy",
     "PIL": "pip install pillow",
+    "striprtf": "pip install striprtf",
 }
 _CORRUPT_HINT = "the file may be corrupt or truncated; open it in its application and save it again"
 
@@ -110,6 +115,15 @@ _CORRUPT_HINT = "the file may be corrupt or truncated; open it in its applicatio
 def format_of(path: Path) -> str:
     """The format name stored for a document: its suffix without the dot, lower-case."""
     return path.suffix.lower().lstrip(".")
+
+
+def unsupported_reason(path: Path) -> str | None:
+    """Why a file with a registered suffix still cannot be read (`bundle.tar.gz`), or None."""
+    if path.suffix.lower() == ".gz":
+        from helpers.extract.gzip_file import unsupported_reason as gzip_reason
+
+        return gzip_reason(path)
+    return None
 
 
 def extractor_for(path: Path) -> Extractor | None:
