@@ -5,9 +5,10 @@ The inner type is the suffix before `.gz`. A `.tar.gz` (`.tgz`) holds many files
 document, and is reported as unsupported. Decompression streams and stops at the first of: the
 size cap (the smaller of `max_decompressed_bytes` and `max_file_bytes`, the cap the inner file
 would meet on disk) and, past `RATIO_CHECK_MIN_BYTES`, a compression ratio over the zip-bomb
-limit of `archive_guard`, so a gzip bomb costs at most the cap in disk and never its full size
-in memory. The inner file goes through the same guarded extractor (size, text and error
-contract) as a file on disk; its locations are the inner file's (lines, pages, ...).
+limit of `archive_guard` (compressed bytes read so far against bytes inflated), so a gzip
+bomb is stopped after inflating about a megabyte. The inner file goes through the same
+guarded extractor (size, text and error contract) as a file on disk; its locations are the
+inner file's (lines, pages, ...).
 """
 
 from __future__ import annotations
@@ -71,14 +72,18 @@ def decompress(source: Path, target: Path, ctx: ExtractContext) -> int:
     """Inflate `source` into `target` under the caps; the number of bytes written."""
     limits = ctx.limits
     cap = min(limits.max_decompressed_bytes, limits.max_file_bytes)
-    compressed = max(1, source.stat().st_size)
     written = 0
     try:
-        with gzip.open(source, "rb") as stream, target.open("wb") as out:
+        with (
+            source.open("rb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="rb") as stream,
+            target.open("wb") as out,
+        ):
             while chunk := stream.read(READ_BYTES):
                 if ctx.should_cancel():
                     raise ExtractionCancelled("extraction cancelled")
                 written += len(chunk)
+                compressed = max(1, raw.tell())  # read so far: a bomb is caught early
                 if written > cap:
                     raise ExtractionError(
                         f"gzip file expands to over {cap / 1e6:.0f} MB", BOMB_HINT
