@@ -277,6 +277,8 @@ class _MailReader:
                 read = registry.extractor_for(scratch)
                 assert read is not None
                 for block in read(scratch, self.ctx):
+                    if block.kind is BlockKind.HEADING:  # never the title of the container
+                        block = replace(block, kind=BlockKind.PARAGRAPH)
                     yield replace(block, location=inner_where.locate(block.location))
         except ExtractionCancelled:
             raise
