@@ -40,6 +40,14 @@ def test_gzipped_markdown_and_log_are_read_by_the_inner_extractor(tmp_path: Path
     assert not list(tmp_path.glob("document*")) and not list(Path("/tmp").glob("ragdoc-gz-*"))
 
 
+def test_gzipped_text_without_a_known_inner_type_is_read_as_text(tmp_path: Path):
+    changelog = b"pump (1.2-1) unstable; urgency=low\n\n  * Fix the gasket leak.\n"
+    for name in ("changelog.Debian.gz", "NEWS.gz", "pump.1.gz"):
+        blocks = extract(gz(tmp_path / name, changelog))
+        leak = next(b for b in blocks if "gasket leak" in b.text)
+        assert leak.location.line_start == 3, name
+
+
 def test_a_gzipped_pdf_keeps_its_pages(tmp_path: Path):
     pdf = write_text_pdf(tmp_path / "m.pdf", [["first page text"], ["second page zebra text"]])
     path = gz(tmp_path / "manual.pdf.gz", pdf.read_bytes())
@@ -87,11 +95,11 @@ def test_tar_gz_and_unknown_inner_types_are_unsupported_with_the_reason(tmp_path
     assert "archive of many files" in (unsupported_reason(bundle) or "")
     with pytest.raises(ExtractionError, match="archive of many files"):
         extract(bundle)
-    for name, why in (("blob.bin.gz", ".bin"), ("data.gz", "without an inner type")):
-        path = gz(tmp_path / name, b"x")
-        assert why in (unsupported_reason(path) or "")
-        with pytest.raises(ExtractionError, match="not supported"):
-            extract(path)
+    nested_gz = gz(tmp_path / "twice.txt.gz.gz", b"x")
+    assert "inside a gzip file" in (unsupported_reason(nested_gz) or "")
+    blob = gz(tmp_path / "blob.bin.gz", os.urandom(20_000))
+    with pytest.raises(ExtractionError, match="binary data"):
+        extract(blob)
     assert unsupported_reason(gz(tmp_path / "ok.md.gz", b"# x")) is None
 
 

@@ -1,14 +1,15 @@
-"""Single-file gzip (`notes.md.gz`, `server.log.gz`, `manual.pdf.gz`): decompressed, bounded,
-into a private temporary file that the inner type's extractor reads.
+"""Single-file gzip (`notes.md.gz`, `server.log.gz`, `manual.pdf.gz`): decompressed, bounded, into
+a private temporary file that the inner type's extractor reads.
 
-The inner type is the suffix before `.gz`. A `.tar.gz` (`.tgz`) holds many files, not one
-document, and is reported as unsupported. Decompression streams and stops at the first of: the
-size cap (the smaller of `max_decompressed_bytes` and `max_file_bytes`, the cap the inner file
-would meet on disk) and, past `RATIO_CHECK_MIN_BYTES`, a compression ratio over the zip-bomb
-limit of `archive_guard` (compressed bytes read so far against bytes inflated), so a gzip
-bomb is stopped after inflating about a megabyte. The inner file goes through the same
-guarded extractor (size, text and error contract) as a file on disk; its locations are the
-inner file's (lines, pages, ...).
+The inner type is the suffix before `.gz`; a name without a known one (`changelog.gz`,
+`NEWS.gz`, `ls.1.gz`) is read as plain text when its content is text. A `.tar.gz` holds many
+files, not one document, and is reported as unsupported. Decompression streams and stops at the
+first of: the size cap (the smaller of `max_decompressed_bytes` and `max_file_bytes`, the cap
+the inner file would meet on disk) and, past `RATIO_CHECK_MIN_BYTES`, a compression ratio over
+the zip-bomb limit of `archive_guard` (compressed bytes read so far against bytes inflated), so
+a gzip bomb is stopped after inflating about a megabyte. The inner file goes through the same
+guarded extractor (size, text and error contract) as a file on disk; its locations are the inner
+file's (lines, pages, ...).
 """
 
 from __future__ import annotations
@@ -36,17 +37,25 @@ def inner_suffix(path: Path) -> str:
 
 def unsupported_reason(path: Path) -> str | None:
     """Why this gzip file cannot be indexed as one document, or None when it can."""
-    from helpers.extract import registry  # the registry imports format modules lazily
-
     suffix = path.suffix.lower()
     inner = inner_suffix(path)
     if suffix == ".tgz" or inner == ".tar":
         return "a .tar.gz is an archive of many files, not one gzipped document: not supported"
-    if not inner:
-        return "gzip file without an inner type (name it like notes.txt.gz): not supported"
-    if inner == ".gz" or inner not in registry.SUPPORTED_SUFFIXES:
-        return f"gzip of a {inner} file: that type is not supported"
+    if inner == ".gz":
+        return "a gzip file inside a gzip file: not supported"
     return None
+
+
+def inner_document_name(path: Path) -> str:
+    """Name of the temporary inner file: its own suffix when supported, else `.txt`.
+
+    Documentation folders are full of `changelog.gz`, `NEWS.gz`, `changelog.Debian.gz` and
+    gzipped man pages: text under a name that says nothing. They are read as plain text, which
+    refuses binary content with a clear error (`blob.bin.gz` of random bytes)."""
+    from helpers.extract import registry  # the registry imports format modules lazily
+
+    inner = inner_suffix(path)
+    return f"document{inner if inner in registry.SUPPORTED_SUFFIXES else '.txt'}"
 
 
 def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
@@ -61,10 +70,10 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
     if problem is not None:  # `passwords.txt.gz` is as sensitive as `passwords.txt`
         raise ExtractionError(f"the gzipped file {inner_name!r} has a {problem}")
     with nested("gzip file"), tempfile.TemporaryDirectory(prefix="ragdoc-gz-") as tmp:
-        inner = Path(tmp) / f"document{inner_suffix(path)}"
+        inner = Path(tmp) / inner_document_name(path)
         decompress(path, inner, ctx)
         extract_inner = registry.extractor_for(inner)
-        assert extract_inner is not None  # unsupported_reason checked the suffix
+        assert extract_inner is not None  # a supported suffix or .txt
         yield from extract_inner(inner, ctx)
 
 
