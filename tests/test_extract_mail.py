@@ -227,3 +227,21 @@ def test_the_sandbox_child_reads_a_mailbox_with_its_attachments(tmp_path: Path, 
         sandbox.close()
     assert by_text(blocks, "zebrafish").location.label() == "message 2, attachment report.pdf, p. 2"
     assert by_text(blocks, "Москва").location.attachment == "memo.docx"
+
+
+def test_encoded_subjects_senders_and_attachment_names_are_decoded(tmp_path: Path):
+    pdf = write_text_pdf(tmp_path / "r.pdf", [["страница отчёта zebra"]])
+    message = make_message(
+        "Отчёт за ноябрь — ภาษาไทย",
+        "Текст письма.",
+        sender="Иван Петров <ivan@example.com>",
+        attachments=[("отчёт.pdf", pdf.read_bytes(), ("application", "pdf"))],
+    )
+    raw = message.as_bytes()
+    assert b"=?utf-8?" in raw  # the writer encoded the headers (RFC 2047 / 2231)
+    path = tmp_path / "ru.eml"
+    path.write_bytes(raw)
+    blocks = extract(path)
+    assert blocks[0].text == "Отчёт за ноябрь — ภาษาไทย"
+    assert "From: Иван Петров <ivan@example.com>" in blocks[1].text
+    assert by_text(blocks, "zebra").location.label() == "attachment отчёт.pdf, p. 1"
