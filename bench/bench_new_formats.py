@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -82,7 +81,9 @@ def run_one(path: Path) -> None:
     start = time.perf_counter()
     chars = sum(len(block.text) for block in extract(path, ctx))
     seconds = time.perf_counter() - start
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: ru_maxrss survives exec, so it would report the parent's peak.
+    status = Path("/proc/self/status").read_text()
+    rss = int(next(x for x in status.splitlines() if x.startswith("VmHWM:")).split()[1]) / 1024
     print(json.dumps({"s": seconds, "chars": chars, "rss_mb": rss}))
 
 

@@ -15,7 +15,8 @@ from helpers.extract.blocks import BlockKind, ExtractContext, TextBlock
 from helpers.extract.line_markup import HeadedLines
 from helpers.extract.textio import iter_line_pieces
 
-_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*?)(?:[ \t]+\1)?[ \t]*$")
+# Linear: a lazy title followed by `[ \t]*$` backtracked quadratically on long runs of spaces.
+_TITLE = re.compile(r"^(={1,6}|#{1,6})[ \t]+(\S.*)$")
 _ATTRIBUTE = re.compile(r"^:!?[\w-]+!?:(?:[ \t].*)?$")
 # Delimiter lines: 4+ of one character (listing ----, literal ...., comment ////, example ====,
 # sidebar ****, quote ____, passthrough ++++), or an open block `--`, or a ``` fence.
@@ -62,7 +63,10 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
             continue
         title = _TITLE.match(stripped)
         if title:
-            yield from state.heading(len(title.group(1)), title.group(2), line_no)
+            marker, text = title.group(1), title.group(2)
+            if text.endswith(" " + marker):  # the symmetric form `== Title ==`
+                text = text[: -len(marker)]
+            yield from state.heading(len(marker), text, line_no)
         elif not stripped:
             yield from state.blank()
         else:
