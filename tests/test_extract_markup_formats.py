@@ -231,3 +231,16 @@ def test_sensitive_config_names_stay_refused():
     for name in (".env", "prod.env", "credentials.ini", "secrets.toml", "server.key", ".pgpass"):
         assert rel_path_problem(name) is not None, name
     assert rel_path_problem("settings.ini") is None and rel_path_problem("deploy.sh") is None
+
+
+@pytest.mark.parametrize(
+    ("name", "marker"), [("notes.md", "#"), ("notes.org", "*"), ("guide.adoc", "=")]
+)
+def test_a_heading_line_of_spaces_is_read_in_linear_time(tmp_path: Path, name: str, marker: str):
+    # `(.*?)[ \t]*$` patterns backtracked quadratically here: 20,000 spaces took 4.5-10 s, so
+    # these 300,000 would have taken hours.
+    line = f"{marker} start" + " " * 300_000 + "end\n\nafter\n"
+    blocks = extract(write(tmp_path, name, line))
+    heading = blocks[0]
+    assert heading.kind is BlockKind.HEADING and heading.text.startswith("start")
+    assert any(b.text.endswith("end") for b in blocks) and blocks[-1].text == "after"
