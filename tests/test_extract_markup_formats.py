@@ -254,3 +254,9 @@ def test_markdown_table_and_image_lines_of_spaces_are_read_in_linear_time(tmp_pa
     assert [r.text for r in rows] == ["| c | d |"] and rows[0].table_header.startswith(
         "| h1 | h2 |"
     )
+
+
+def test_an_ini_line_of_spaces_inside_brackets_is_read_in_linear_time(tmp_path: Path):
+    doc = "[" + " " * 200_000 + "x\n[real]\nkey = 1\n"  # the old pattern never finished this
+    blocks = extract(write(tmp_path, "odd.ini", doc))
+    assert blocks[-1].location.label() == "real, line 3"

@@ -22,7 +22,10 @@ from helpers.text.chunking import CODE_BLOCK_MAX_CHARS
 MAX_BLOCK_LINES = 40
 SECTIONED_SUFFIXES = frozenset({".ini", ".cfg", ".conf", ".properties", ".toml", ".desktop"})
 # `[section]`, `[[array.of.tables]]`, `[section "sub"]` (git config style).
-_SECTION = re.compile(r"^\s*\[{1,2}\s*([^\[\]=]{1,200}?)\s*\]{1,2}\s*(?:[#;].*)?$")
+# Tried only on stripped lines of at most MAX_SECTION_LINE_CHARS: with runs of spaces on both
+# sides of the name a longer line would backtrack quadratically.
+_SECTION = re.compile(r"\[{1,2}([^\[\]=]{1,200})\]{1,2}(?:\s*[#;].*)?")
+MAX_SECTION_LINE_CHARS = 300
 
 
 def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
@@ -34,11 +37,20 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
             yield from state.text(line_no, piece, new_line=False)
         elif not piece.strip():
             yield from state.blank()
-        elif sectioned and (section := _SECTION.match(piece)):
-            yield from state.heading(1, section.group(1), line_no)
+        elif sectioned and (section := _section(piece)):
+            yield from state.heading(1, section, line_no)
         else:
             if state.line_count >= MAX_BLOCK_LINES:
                 yield from state.blank()
             yield from state.text(line_no, piece.rstrip())
         continuing = not complete
     yield from state.blank()
+
+
+def _section(line: str) -> str | None:
+    """The name of an INI/TOML `[section]` line, or None."""
+    line = line.strip()
+    if len(line) > MAX_SECTION_LINE_CHARS or not line.startswith("["):
+        return None
+    found = _SECTION.fullmatch(line)
+    return found.group(1).strip() if found else None
