@@ -260,3 +260,18 @@ def test_an_ini_line_of_spaces_inside_brackets_is_read_in_linear_time(tmp_path: 
     doc = "[" + " " * 200_000 + "x\n[real]\nkey = 1\n"  # the old pattern never finished this
     blocks = extract(write(tmp_path, "odd.ini", doc))
     assert blocks[-1].location.label() == "real, line 3"
+
+
+def test_xml_external_dtds_and_parameter_entities_are_never_read(tmp_path: Path):
+    dtd = tmp_path / "evil.dtd"
+    dtd.write_text('<!ENTITY leak "zebradtd">', "utf-8")
+    external = (
+        f'<?xml version="1.0"?>\n<!DOCTYPE r SYSTEM "{dtd.as_uri()}">\n<r><p>a &leak; b</p></r>'
+    )
+    parameter = (
+        f'<?xml version="1.0"?>\n<!DOCTYPE r [<!ENTITY % p SYSTEM "{dtd.as_uri()}"> %p;]>\n'
+        "<r><p>c &leak; d</p></r>"
+    )
+    for name, doc in (("external.xml", external), ("parameter.xml", parameter)):
+        text = "\n".join(b.text for b in extract(write(tmp_path, name, doc)))
+        assert "zebradtd" not in text and text.replace(" ", "") in ("ab", "cd"), text
