@@ -141,7 +141,10 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         ] = None,
         location: Annotated[
             dict[str, Any] | None,
-            Field(description="e.g. {'page': 3}, {'slide': 2}, {'sheet': 'Q1'}, {'heading': 'x'}"),
+            Field(
+                description="e.g. {'page': 3}, {'slide': 2}, {'sheet': 'Q1'}, {'heading': 'x'}, "
+                "{'message': 12, 'attachment': 'report.pdf', 'page': 3}"
+            ),
         ] = None,
         before: Annotated[int, Field(ge=0, le=20, description="sections before")] = 1,
         after: Annotated[int, Field(ge=0, le=20, description="sections after")] = 1,

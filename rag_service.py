@@ -591,13 +591,14 @@ def read_document(
     if not 0 <= offset <= LIST_OFFSET_MAX:
         raise InvalidArgument(f"offset must be between 0 and {LIST_OFFSET_MAX}")
     allowed = {"page", "sheet", "cell_range", "slide", "heading", "line"}
+    allowed |= {"message", "attachment"}  # inside a mail container (.mbox, .eml)
     if location and set(location) - allowed:
         raise InvalidArgument(
             f"unknown location keys {sorted(set(location) - allowed)}",
             f"use {sorted(allowed)}",
         )
     for key, value in (location or {}).items():
-        numeric = key in ("page", "slide", "line")
+        numeric = key in ("page", "slide", "line") or key == "message"
         if numeric and (isinstance(value, bool) or not isinstance(value, int)):
             raise InvalidArgument(f"location {key!r} must be a whole number, got {value!r}")
         if not numeric and not isinstance(value, str):

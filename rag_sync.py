@@ -98,6 +98,7 @@ IN_PROCESS_SUFFIXES = frozenset(
         ".htm",
     }
 )
+IN_PROCESS_SUFFIXES |= extractors.PURE_TEXT_SUFFIXES  # code, LaTeX, AsciiDoc, Org
 _UNREADABLE_REASONS = ("folder not readable", "cannot stat", "folder is (or passes through)")
 COUNT_KEYS = (
     "added",

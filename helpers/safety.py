@@ -166,6 +166,8 @@ _SENSITIVE_NAME_RE = re.compile("|".join(fnmatch.translate(p) for p in SENSITIVE
 
 def is_sensitive_name(name: str) -> bool:
     lower = name.lower()
+    if lower.endswith(".gz") and len(lower) > 3 and is_sensitive_name(name[:-3]):
+        return True  # a gzipped copy is as sensitive: `server.key.gz`, `passwords.txt.gz`
     if lower in SENSITIVE_DIR_NAMES:
         return True
     if _SENSITIVE_NAME_RE.match(lower):

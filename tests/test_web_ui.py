@@ -424,8 +424,8 @@ def test_hidden_and_sensitive_files_are_refused(console: Console, path: str) -> 
 def test_folders_missing_files_and_unread_formats_are_not_served(console: Console) -> None:
     assert console.http.get("/api/file?path=contracts").status == 403
     assert console.http.get("/api/file?path=contracts/none.md").status == 404
-    (console.config.knowledge_dir / "notes" / "tool.sh").write_text("echo hi\n")
-    assert console.http.get("/api/file?path=notes/tool.sh").status == 403
+    (console.config.knowledge_dir / "notes" / "tool.bin").write_text("echo hi\n")  # .sh is read
+    assert console.http.get("/api/file?path=notes/tool.bin").status == 403
 
 
 # -- request security rules --------------------------------------------------------------------

@@ -38,10 +38,18 @@ class Location:
     heading_path: tuple[str, ...] = ()  # breadcrumb of headings above the block
     line_start: int | None = None  # 1-based line range for text-like formats
     line_end: int | None = None
+    # Inside a mail container: 1-based message of an mbox, and the attachment (nested ones
+    # joined by " / ") the block comes from; the fields above then describe the attachment.
+    message: int | None = None
+    attachment: str | None = None
 
     def label(self) -> str:
         """Human-readable place, e.g. 'p. 3', 'p. 23 (printed 17), 4 Factors', 'slide 4'."""
         parts: list[str] = []
+        if self.message is not None:
+            parts.append(f"message {self.message}")
+        if self.attachment is not None:
+            parts.append(f"attachment {self.attachment}")
         if self.page is not None:
             printed = f" (printed {self.page_label})" if self.page_label else ""
             parts.append(f"p. {self.page}{printed}")
@@ -71,6 +79,8 @@ class Location:
             "slide",
             "line_start",
             "line_end",
+            "message",
+            "attachment",
         ):
             value = getattr(self, name)
             if value is not None:
@@ -93,6 +103,8 @@ class Location:
             heading_path=tuple(data.get("heading_path") or ()),
             line_start=data.get("line_start"),
             line_end=data.get("line_end"),
+            message=data.get("message"),
+            attachment=data.get("attachment"),
         )
 
     def same_unit(self, other: Location) -> bool:
@@ -103,6 +115,8 @@ class Location:
             and self.sheet == other.sheet
             and self.slide == other.slide
             and self.heading_path == other.heading_path
+            and self.message == other.message
+            and self.attachment == other.attachment
         )
 
 

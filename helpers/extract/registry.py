@@ -29,6 +29,23 @@ log = logging.getLogger(__name__)
 
 Extractor = Callable[[Path, ExtractContext], Iterator[TextBlock]]
 
+# Source code and config files, read as text with line ranges (helpers/extract/source_code.py).
+SOURCE_CODE_SUFFIXES = frozenset(
+    {
+        # programming languages
+        ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java",
+        ".kt", ".kts", ".swift", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh",
+        ".hxx", ".cs", ".fs", ".vb", ".rb", ".php", ".pl", ".pm", ".lua", ".r", ".jl", ".m",
+        ".dart", ".hs", ".ml", ".ex", ".exs", ".erl", ".clj", ".el", ".lisp", ".scm", ".groovy",
+        ".gradle", ".vue", ".svelte", ".css", ".scss", ".less", ".zig", ".nim", ".v", ".vhd",
+        ".f90", ".asm", ".s", ".proto", ".graphql", ".tf", ".cmake", ".mk", ".bat", ".ps1",
+        # shells and queries
+        ".sh", ".bash", ".zsh", ".fish", ".sql",
+        # config
+        ".toml", ".ini", ".cfg", ".conf", ".properties", ".desktop", ".service",
+    }
+)  # fmt: skip
+
 # suffix -> module under helpers/extract/ with an `extract(path, ctx)` generator.
 _MODULES: dict[str, str] = {
     ".txt": "plain_text",
@@ -65,9 +82,29 @@ _MODULES: dict[str, str] = {
     ".tiff": "image",
     ".bmp": "image",
     ".webp": "image",
+    ".tex": "latex",
+    ".ltx": "latex",
+    ".adoc": "asciidoc",
+    ".asciidoc": "asciidoc",
+    ".org": "org",
+    ".xml": "xml_text",
+    ".gz": "gzip_file",
+    ".rtf": "rtf",
+    ".eml": "mail",
+    ".mbox": "mail",
 }
+_MODULES.update(dict.fromkeys(SOURCE_CODE_SUFFIXES, "source_code"))
 
 SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_MODULES)
+# Line-oriented text read by our own streaming Python code (no C library that could hang or
+# balloon): the sync worker reads these in process, like .txt and .md (rag_sync).
+PURE_TEXT_SUFFIXES: frozenset[str] = SOURCE_CODE_SUFFIXES | {
+    ".tex",
+    ".ltx",
+    ".adoc",
+    ".asciidoc",
+    ".org",
+}
 
 # Import name of a third-party library -> what to install when it is missing.
 _INSTALL_HINTS = {
@@ -77,12 +114,22 @@ _INSTALL_HINTS = {
     "openpyxl": "pip install openpyxl",
     "odf": "pip install odfpy",
     "PIL": "pip install pillow",
+    "striprtf": "pip install striprtf",
 }
 
 
 def format_of(path: Path) -> str:
     """The format name stored for a document: its suffix without the dot, lower-case."""
     return path.suffix.lower().lstrip(".")
+
+
+def unsupported_reason(path: Path) -> str | None:
+    """Why a file with a registered suffix still cannot be read (`bundle.tar.gz`), or None."""
+    if path.suffix.lower() == ".gz":
+        from helpers.extract.gzip_file import unsupported_reason as gzip_reason
+
+        return gzip_reason(path)
+    return None
 
 
 def extractor_for(path: Path) -> Extractor | None:
