@@ -63,10 +63,16 @@ def progress_line(view: JobView) -> str:
     bar = "#" * filled + "-" * (BAR_WIDTH - filled)
     eta = f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
     current = f" {view.current_file}" if view.current_file else ""
+    skipped = f" skipped {skipped_line(view.skipped)}" if view.skipped else ""
     return (
         f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} "
-        f"{view.completed_files}/{view.total_files} files{eta}{current}"
+        f"{view.completed_files}/{view.total_files} files{skipped}{eta}{current}"
     )
+
+
+def skipped_line(breakdown: dict[str, Any]) -> str:
+    """'unsupported 233, hidden 4' from a job's skipped breakdown (largest first)."""
+    return ", ".join(f"{reason} {item['count']}" for reason, item in breakdown.items())
 
 
 def _print_progress(view: JobView) -> None:
@@ -104,6 +110,11 @@ def _print_job(view: JobView) -> None:
     print("  counts: " + ", ".join(f"{k} {v}" for k, v in d["counts"].items()))
     if d["message"]:
         print(f"  {d['message']}")
+    for reason, item in d["skipped"]["by_reason"].items():
+        examples = ", ".join(item["examples"][:3])
+        print(f"  skipped {reason} ({item['label']}): {item['count']}  e.g. {examples}")
+    if d["skipped"]["by_reason"]:
+        print('  (every skipped file: rag_list(status="skipped"))')
     for err in d["errors"][:20]:
         print(f"  ! {err['path']}: {err['message']}")
     if d["error_count"] > 20:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from helpers.text.cjk import index_text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 7
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
-# rag_jobs; chunks_cjk, see lexical_cjk).
+# rag_jobs; chunks_cjk, see lexical_cjk; skipped_files and jobs.skipped_detail, see rag_skipped).
 READABLE_FROM_VERSION = 2
 # Writers hold the lock for one small document or one batch of a big one (about a second,
 # rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
@@ -260,6 +260,29 @@ END;
 -- Progress inside the file being read, as JSON {"done", "total", "unit"} ("page" or "chunks
 -- written"); NULL between files. Pollers get numbers, not a sentence to parse.
 ALTER TABLE jobs ADD COLUMN file_progress TEXT;
+""",
+    # PLACEHOLDERS (branch `folders` only): 5 and 6 belong to other branches; the lead replaces
+    # these two empty entries with theirs at merge. Empty, they only keep the numbering whole.
+    5: "",
+    6: "",
+    7: """
+-- Every file the last sync of its folder saw and did not index, with the reason
+-- (helpers.skips.SkipReason) and the sentence shown; a skipped folder is one row (is_dir = 1).
+-- Refreshed per synced scope by the worker; read by rag_list(status='skipped') and rag_health.
+CREATE TABLE IF NOT EXISTS skipped_files (
+    path TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    detail TEXT,
+    ext TEXT NOT NULL DEFAULT '',       -- '.gz', '' for none or a folder
+    is_dir INTEGER NOT NULL DEFAULT 0,
+    job_id TEXT,
+    recorded_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS skipped_files_reason ON skipped_files(reason, ext);
+
+-- A job's skips as JSON {reason: {"count", "label", "examples"}}: sync_status shows the
+-- breakdown without one job error per skipped file.
+ALTER TABLE jobs ADD COLUMN skipped_detail TEXT;
 """,
 }
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)

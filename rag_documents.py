@@ -22,7 +22,7 @@ LIST_SORT_COLUMNS = {
     "status": "status",
     "format": "format",
 }
-STATUSES = ("indexed", "failed", "needs_ocr", "stale")
+STATUSES = ("indexed", "failed", "needs_ocr", "stale", "skipped")  # skipped: rag_skipped
 READ_MAX_CHARS = 40_000  # one read stays well inside an agent's context; `next_offset` continues
 
 

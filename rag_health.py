@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import rag_jobs
+import rag_skipped
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
 from helpers.text.chunking import CHUNK_SCHEME
@@ -116,6 +117,8 @@ def health(config: Config) -> dict[str, Any]:
         "warnings": [],
         "read_only": None,
         "disk": {},
+        # what the last syncs saw and did not index (rag_skipped.summary); empty before schema 7
+        "skipped": {},
     }
     read_only = None if problems else read_only_reason(config)
     report["read_only"] = read_only
@@ -225,6 +228,7 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
         report["warnings"].append(
             f"{by_status['needs_ocr']} documents have scanned pages without OCR text"
         )
+    report["skipped"] = rag_skipped.summary(conn)
     jid = rag_jobs.latest_job_id(conn)
     if jid:
         row = rag_jobs.load_job(conn, jid)

@@ -60,6 +60,9 @@ class JobView:
     already_running: bool = False
     # Inside the current file: {"done": 120, "total": 2000, "unit": "page"} (None between files)
     file_progress: dict[str, Any] | None = None
+    # {reason: {"count", "label", "examples"}} (helpers.skips); {} before the plan and on an
+    # index older than schema 7
+    skipped: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -88,6 +91,7 @@ class JobView:
             "heartbeat": self.heartbeat,
             "already_running": self.already_running,
             "file_progress": self.file_progress,
+            "skipped": {"total": self.counts.get("skipped", 0), "by_reason": self.skipped},
         }
 
 
@@ -301,6 +305,7 @@ def job_view(conn: sqlite3.Connection, row: sqlite3.Row, already_running: bool =
         heartbeat=row["heartbeat"],
         already_running=already_running,
         file_progress=_file_progress(row),
+        skipped=_json_column(row, "skipped_detail"),
     )
 
 
@@ -321,6 +326,15 @@ def _file_progress(row: sqlite3.Row) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _json_column(row: sqlite3.Row, name: str) -> dict[str, Any]:
+    raw = _newer_column(row, name)
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 # Share of the progress bar each phase owns: files dominate; the semantic build, when it runs,

@@ -89,6 +89,12 @@ class JobOut(_Out):
         description='inside current_file: {"done": 120, "total": 2000, "unit": "page" or '
         '"chunks written"}; null between files',
     )
+    skipped: dict[str, Any] = Field(
+        default_factory=dict,
+        description='files seen and not indexed: {"total": n, "by_reason": {reason: {"count", '
+        '"label", "examples"}}}; reasons: unsupported, hidden, sensitive, excluded, too_large, '
+        "symlink, special, bad_name, unreadable, secret",
+    )
 
 
 class DocumentOut(_Out):
@@ -101,13 +107,16 @@ class DocumentOut(_Out):
     modified_ns: int
     sections: int
     chunks: int
-    status: str = Field(description="indexed | failed | needs_ocr | stale")
+    status: str = Field(description="indexed | failed | needs_ocr | stale | skipped")
     error: str | None
     ocr: bool
     ocr_engine: str | None
     ocr_pages: list[int]
     needs_ocr_pages: list[int]
     indexed_at: float
+    skip_reason: str | None = Field(
+        default=None, description="status skipped: why (unsupported, hidden, excluded, ...)"
+    )
 
 
 class ListOut(_Out):
@@ -167,3 +176,8 @@ class HealthOut(_Out):
         description="why the index cannot be written (searches still work), or null"
     )
     disk: DiskOut
+    skipped: dict[str, Any] = Field(
+        default_factory=dict,
+        description='files seen and not indexed: {"total", "by_reason": {reason: n}, '
+        '"top_unsupported_extensions": [{"extension", "count"}]}',
+    )

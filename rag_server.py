@@ -143,8 +143,8 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             str | None, Field(description="only files under this folder")
         ] = None,
         status: Annotated[
-            Literal["indexed", "failed", "needs_ocr", "stale"] | None,
-            Field(description="only files with this status"),
+            Literal["indexed", "failed", "needs_ocr", "stale", "skipped"] | None,
+            Field(description="only files with this status (skipped: seen, not indexed, why)"),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
         offset: Annotated[int, Field(ge=0, le=10**9)] = 0,

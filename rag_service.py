@@ -22,6 +22,7 @@ from typing import Any
 import rag_documents
 import rag_jobs
 import rag_search
+import rag_skipped
 from helpers.extract import registry as extractors
 from helpers.lexical.common import STAGING_RANGE, not_staging_sql
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
@@ -490,6 +491,10 @@ def list_documents(
     with storage_guard(config, "rag_list"):
         conn = read_conn(config)
         try:
+            if status == "skipped":  # files seen and not indexed, with the reason
+                return rag_skipped.list_skipped(
+                    conn, config.knowledge_dir, prefix, query.contains, limit, offset, descending
+                )
             return rag_documents.list_documents(conn, config.knowledge_dir, query)
         finally:
             conn.close()

@@ -87,6 +87,7 @@ class JobReporter:
         self._cancel = threading.Event()
         self._stop = threading.Event()
         self._errors: list[tuple[str, str]] = []
+        self._skipped: dict[str, dict[str, object]] | None = None  # helpers.skips breakdown
         self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
         self._reader: sqlite3.Connection | None = None  # the main thread's, for check_cancel_now
 
@@ -153,6 +154,10 @@ class JobReporter:
         with self._lock:
             self._errors.append((rel_path, message[:2000]))
 
+    def on_skipped(self, breakdown: dict[str, dict[str, object]]) -> None:
+        with self._lock:
+            self._skipped = breakdown
+
     def on_semantic(self, done: int, total: int) -> None:
         with self._lock:
             self.progress.semantic_done = done
@@ -185,6 +190,7 @@ class JobReporter:
             p = self.progress
             counts = dict(self.counts)
             errors, self._errors = self._errors, []
+            skipped = None if self._skipped is None else json.dumps(self._skipped)
             values = (
                 p.phase,
                 p.phase_started_at,
@@ -220,6 +226,10 @@ class JobReporter:
                     self.job_id,
                 ),
             )
+            if skipped is not None:
+                conn.execute(
+                    "UPDATE jobs SET skipped_detail = ? WHERE id = ?", (skipped, self.job_id)
+                )
             conn.executemany(
                 "INSERT INTO job_errors(job_id, path, message) VALUES (?, ?, ?)",
                 [(self.job_id, path, message) for path, message in errors],

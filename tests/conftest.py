@@ -38,8 +38,17 @@ WORDS = [
 ]
 
 
+def undo_migration_7(conn: sqlite3.Connection) -> None:
+    """An index as schema 6 left it (no skipped_files, no jobs.skipped_detail)."""
+    conn.execute("DROP TABLE skipped_files")
+    conn.execute("ALTER TABLE jobs DROP COLUMN skipped_detail")
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+
+
 def undo_migration_4(conn: sqlite3.Connection) -> None:
-    """An index as schema 3 left it (no bigram index, no jobs.file_progress)."""
+    """An index as schema 3 left it (no bigram index, no jobs.file_progress; nor any later
+    migration's tables and columns)."""
+    undo_migration_7(conn)
     conn.execute("DROP TRIGGER chunks_cjk_ad")
     conn.execute("DROP TABLE chunks_cjk_vocab")
     conn.execute("DROP TABLE chunks_cjk")

@@ -99,7 +99,9 @@ function fileRow(item) {
     h(
       "td",
       { class: "path-cell" },
-      h("a", { href: originalUrl(item.path), target: "_blank", rel: "noopener noreferrer", title: item.abs_path }, item.path),
+      item.status === "skipped"
+        ? h("span", { class: "mono", title: item.abs_path }, item.display_path)
+        : h("a", { href: originalUrl(item.path), target: "_blank", rel: "noopener noreferrer", title: item.abs_path }, item.path),
       item.error ? h("div", { class: "file-error" }, item.error) : null,
     ),
     h("td", {}, item.format),
@@ -111,6 +113,7 @@ function fileRow(item) {
       {},
       h("span", { class: `badge status-${item.status}` }, item.status.replace("_", " ")),
       item.ocr ? h("span", { class: "badge" }, "OCR") : null,
+      item.skip_reason ? h("span", { class: "badge" }, item.skip_reason.replace("_", " ")) : null,
     ),
   );
 }
