@@ -8,6 +8,8 @@ import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from helpers.excludes import split_exclude_env
+
 REPO_DIR = Path(__file__).resolve().parent
 DEFAULT_KNOWLEDGE_DIR = REPO_DIR / "rag_document"
 DEFAULT_DATA_DIR = REPO_DIR / "state"
@@ -35,6 +37,8 @@ class Config:
     instructions_append: str = ""
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # wait for another writer before IndexBusy
     read_only: bool = False  # serve an index without ever writing to the data dir
+    # gitignore-style globs left out of the index, beside <knowledge-dir>/.ragignore
+    excludes: tuple[str, ...] = ()
 
     @property
     def busy_timeout_ms(self) -> int:
@@ -58,6 +62,8 @@ class Config:
         for key in ("knowledge_dir", "data_dir", "db_path", "semantic_model_dir"):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
+        if "excludes" in data:
+            data["excludes"] = tuple(data["excludes"])
         return cls(**data)
 
 
@@ -88,6 +94,13 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="never write to the data dir: search a copied or mounted index; sync is refused",
     )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="leave matching files out of the index (gitignore syntax, repeatable; added to "
+        "<knowledge-dir>/.ragignore and RAGDOC_EXCLUDE)",
+    )
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -110,7 +123,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
     read_only = getattr(args, "read_only", None)
     if read_only is None:
         read_only = (_env("READ_ONLY") or "0").lower() in ("1", "true", "yes", "on")
+    excludes = split_exclude_env(_env("EXCLUDE") or "") + tuple(
+        getattr(args, "exclude", None) or ()
+    )
     return Config(
+        excludes=excludes,
         knowledge_dir=knowledge,
         data_dir=data,
         db_path=Path(db).expanduser().resolve() if db else data / DB_FILENAME,

@@ -12,6 +12,7 @@ from typing import Any
 
 import rag_jobs
 import rag_skipped
+from helpers.excludes import RAGIGNORE_NAME, load_excludes
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
 from helpers.text.chunking import CHUNK_SCHEME
@@ -119,6 +120,7 @@ def health(config: Config) -> dict[str, Any]:
         "disk": {},
         # what the last syncs saw and did not index (rag_skipped.summary); empty before schema 7
         "skipped": {},
+        "excludes": {},
     }
     read_only = None if problems else read_only_reason(config)
     report["read_only"] = read_only
@@ -147,6 +149,8 @@ def health(config: Config) -> dict[str, Any]:
     elif not problems:
         report["warnings"].append("nothing is indexed yet: run sync_kb")
     _fill_disk_state(config, report)
+    if not problems:
+        _fill_excludes(config, report)
     if not report["semantic"]:
         report["semantic"] = _safe(lambda: semantic_state(config))
     if report["semantic"].get("state") not in ("ready", "off"):
@@ -180,6 +184,16 @@ def _fill_disk_state(config: Config, report: dict[str, Any]) -> None:
             f"low free space on {where}, below {human_bytes(LOW_FREE_SPACE_BYTES)}: "
             "a sync may fill the disk; free space or pass a --data-dir on a larger disk"
         )
+
+
+def _fill_excludes(config: Config, report: dict[str, Any]) -> None:
+    """The exclude patterns in force (.ragignore + --exclude) and any line that was ignored."""
+    rules = load_excludes(config.knowledge_dir, config.excludes)
+    report["excludes"] = {
+        "ragignore": (config.knowledge_dir / RAGIGNORE_NAME).is_file(),
+        "patterns": list(rules.patterns),
+    }
+    report["warnings"] += [f"excludes: {p}" for p in rules.problems]
 
 
 def _safe(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:

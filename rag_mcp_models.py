@@ -181,3 +181,8 @@ class HealthOut(_Out):
         description='files seen and not indexed: {"total", "by_reason": {reason: n}, '
         '"top_unsupported_extensions": [{"extension", "count"}]}',
     )
+    excludes: dict[str, Any] = Field(
+        default_factory=dict,
+        description='{"ragignore": true if <knowledge-dir>/.ragignore exists, "patterns": '
+        "[the gitignore-style lines in force, .ragignore then --exclude]}",
+    )

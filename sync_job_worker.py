@@ -21,6 +21,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
+from helpers.excludes import RAGIGNORE_NAME, load_excludes
 from helpers.extract.blocks import ExtractContext, ExtractLimits
 from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
@@ -316,6 +317,9 @@ def run_job(config: Config, job_id: str) -> int:
         ocr_options(config),
         log_path=config.logs_dir / f"worker-{job_id}.log",
     )
+    excludes = load_excludes(config.knowledge_dir, config.excludes)
+    for problem in excludes.problems:
+        reporter.on_error(RAGIGNORE_NAME, problem)
     try:
         sync_files(
             conn,
@@ -325,6 +329,7 @@ def run_job(config: Config, job_id: str) -> int:
             reporter,
             reporter.counts,
             sandbox,
+            excludes if excludes else None,
         )
         reporter.check_cancel()
         reporter.on_phase("semantic")
