@@ -39,6 +39,8 @@ class Config:
     read_only: bool = False  # serve an index without ever writing to the data dir
     # gitignore-style globs left out of the index, beside <knowledge-dir>/.ragignore
     excludes: tuple[str, ...] = ()
+    watch: bool = False  # MCP server / console: sync on file changes (rag_watch)
+    watch_polling: bool = False  # watchfiles' polling mode instead of inotify (network shares)
 
     @property
     def busy_timeout_ms(self) -> int:
@@ -95,6 +97,18 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help="never write to the data dir: search a copied or mounted index; sync is refused",
     )
     parser.add_argument(
+        "--watch",
+        action="store_true",
+        default=None,
+        help="MCP server / console: sync changed files automatically (RAGDOC_WATCH)",
+    )
+    parser.add_argument(
+        "--watch-polling",
+        action="store_true",
+        default=None,
+        help="watch by polling instead of inotify, e.g. on network shares (RAGDOC_WATCH_POLLING)",
+    )
+    parser.add_argument(
         "--exclude",
         action="append",
         metavar="GLOB",
@@ -128,6 +142,8 @@ def config_from_args(args: argparse.Namespace) -> Config:
     )
     return Config(
         excludes=excludes,
+        watch=_flag(args, "watch", "WATCH"),
+        watch_polling=_flag(args, "watch_polling", "WATCH_POLLING"),
         knowledge_dir=knowledge,
         data_dir=data,
         db_path=Path(db).expanduser().resolve() if db else data / DB_FILENAME,
@@ -142,6 +158,13 @@ def config_from_args(args: argparse.Namespace) -> Config:
         busy_timeout_s=busy,
         read_only=bool(read_only),
     )
+
+
+def _flag(args: argparse.Namespace, attr: str, env: str) -> bool:
+    value = getattr(args, attr, None)
+    if value is None:
+        value = (_env(env) or "0").lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def _float_env(name: str, default: float) -> float:

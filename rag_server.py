@@ -205,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         import rag_cli
 
         return rag_cli.run(config, rest)
+    if config.watch:
+        rag_service.start_watch_thread(config)  # logs to stderr; stdout stays the protocol
     build_server(config).run(show_banner=False)
     return 0
 
