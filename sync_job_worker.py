@@ -21,7 +21,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
-from helpers.excludes import RAGIGNORE_NAME, load_excludes
+from helpers.excludes import RAGIGNORE_NAME, load_excludes, own_folder_rules
 from helpers.extract.blocks import ExtractContext, ExtractLimits
 from helpers.extract.sandbox import SandboxedExtractor
 from rag_config import Config
@@ -317,7 +317,8 @@ def run_job(config: Config, job_id: str) -> int:
         ocr_options(config),
         log_path=config.logs_dir / f"worker-{job_id}.log",
     )
-    excludes = load_excludes(config.knowledge_dir, config.excludes)
+    own = own_folder_rules(config.knowledge_dir, config.data_dir, config.db_path.parent)
+    excludes = load_excludes(config.knowledge_dir, config.excludes + own)
     for problem in excludes.problems:
         reporter.on_error(RAGIGNORE_NAME, problem)
     try:

@@ -80,6 +80,21 @@ def _read_ragignore(path: Path, problems: list[str]) -> str | None:
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 
 
+def own_folder_rules(knowledge_dir: Path, *folders: Path) -> tuple[str, ...]:
+    """Anchored rules for our own folders inside the knowledge dir (a data dir placed there):
+    the index must never index its own logs and database."""
+    root = knowledge_dir.resolve()
+    rules = []
+    for folder in folders:
+        try:
+            rel = folder.resolve().relative_to(root).as_posix()
+        except ValueError:
+            continue
+        if rel != ".":
+            rules.append(f"/{rel}/")
+    return tuple(rules)
+
+
 def split_exclude_env(value: str) -> tuple[str, ...]:
     """RAGDOC_EXCLUDE: globs separated by commas or os.pathsep (':' here), blanks dropped."""
     parts = value.replace(os.pathsep, ",").split(",")

@@ -218,3 +218,29 @@ async def test_the_mcp_server_with_watch_syncs_changes_and_keeps_stdout_clean(
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+def test_excluded_paths_and_the_own_data_dir_never_trigger_and_ragignore_resyncs(
+    knowledge: Path, tmp_path: Path
+):
+    from conftest import make_config
+
+    (knowledge / "keep.md").write_text("# Keep\n\nechoes foxtrot\n", encoding="utf-8")
+    (knowledge / "later.md").write_text("# Later\n\ngolf hotel\n", encoding="utf-8")
+    (knowledge / ".ragignore").write_text("build/\n", encoding="utf-8")
+    config = make_config(knowledge, knowledge / "state")  # the index inside the watched folder
+    watcher, thread = start(config)
+    try:
+        assert wait_for(lambda: indexed(config) == {"keep.md", "later.md"})
+        assert wait_for(lambda: idle(config, watcher))
+        before = len(watcher.syncs_started)
+        (knowledge / "build").mkdir()
+        (knowledge / "build" / "out.md").write_text("# Out\n", encoding="utf-8")
+        time.sleep(TEST_QUIET_S * 4)  # a loop on the index's own writes would show up here too
+        assert len(watcher.syncs_started) == before
+        (knowledge / ".ragignore").write_text("build/\nlater.md\n", encoding="utf-8")
+        assert wait_for(lambda: indexed(config) == {"keep.md"})
+        assert watcher.syncs_started[-1][1] == ""  # new rules: the whole folder
+    finally:
+        watcher.stop()
+        thread.join(timeout=10)
