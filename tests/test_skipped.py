@@ -41,7 +41,7 @@ def _mixed_folder(root: Path) -> None:
     (root / ".cache").mkdir()
     (root / ".cache" / "x.md").write_text("# hidden\n")
     (root / ".notes.md").write_text("# hidden\n")
-    (root / "id_ed25519").write_text("key material\n")
+    (root / "credentials.md").write_text("key material\n")
     os.symlink(root / "guide.md", root / "link.md")
     os.mkfifo(root / "pipe.txt")
     (root / "huge.txt").write_bytes(b"a" * (2 * 1024 * 1024))
