@@ -9,7 +9,6 @@ rag_health; their public names are re-exported here.
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import os
 import sqlite3
 import subprocess
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import rag_documents
+import rag_errors
 import rag_jobs
 import rag_search
 import rag_skipped
@@ -30,14 +30,7 @@ from helpers.lexical.common import STAGING_RANGE, not_staging_sql
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
 from rag_db import write_transaction
-from rag_errors import (
-    IndexMissing,
-    InvalidArgument,
-    NotFound,
-    RagError,
-    ReadOnlyDataDir,
-    storage_fault,
-)
+from rag_errors import IndexMissing, InvalidArgument, NotFound, RagError, storage_fault
 from rag_health import SEMANTIC_CACHE, health, ocr_state, semantic_state
 from rag_jobs import JobView
 from rag_results import SearchResult
@@ -363,50 +356,35 @@ def _start_sync(config: Config, scope: str) -> JobView:
 def make_watcher(
     config: Config, *, polling: bool | None = None, initial_sync: bool = True
 ) -> rag_watch.FolderWatcher:
-    """Watch mode (rag_watch): file events start syncs through start_sync, so the one-writer
-    rule and the worker start stay here. Refused on a read-only setup, like sync_kb."""
+    """Watch mode (rag_watch) starting syncs through start_sync: the one-writer rule and the
+    worker start stay here. Refused on a read-only setup, like sync_kb."""
     require_config(config)
-    reason = read_only_reason(config)
-    if reason:
-        raise ReadOnlyDataDir(
+    if reason := read_only_reason(config):
+        raise rag_errors.ReadOnlyDataDir(
             f"watch mode needs a writable data dir ({reason})",
             "drop --read-only or pass a writable --data-dir",
         )
-
-    def start(scope: str | None) -> rag_watch.SyncStarted:
-        view = start_sync(config, scope)
-        return rag_watch.SyncStarted(view.job_id, view.already_running)
-
-    def active(job_id: str) -> bool:
-        return sync_status(config, job_id).state in rag_jobs.ACTIVE_STATES
-
-    logging.getLogger("ragdoc.watch").setLevel(logging.INFO)
     return rag_watch.FolderWatcher(
         config,
-        start,
-        active,
+        lambda scope: rag_watch.SyncStarted(*_started(start_sync(config, scope))),
+        lambda job_id: sync_status(config, job_id).state in rag_jobs.ACTIVE_STATES,
         polling=config.watch_polling if polling is None else polling,
         initial_sync=initial_sync,
     )
 
 
+def _started(view: JobView) -> tuple[str, bool]:
+    return view.job_id, view.already_running
+
+
 def start_watch_thread(config: Config) -> rag_watch.FolderWatcher | None:
-    """--watch of the MCP server and the console: the watcher on a daemon thread. A setup that
-    cannot sync (read-only, missing folder) is logged and the face goes on without watching."""
+    """--watch of the MCP server and the console: the watcher on a daemon thread; a setup that
+    cannot sync is logged and the face goes on without watching."""
     try:
-        watcher = make_watcher(config)
+        return rag_watch.start_thread(make_watcher(config))
     except RagError as exc:
-        logging.getLogger("ragdoc.watch").error("watch mode not started: %s", exc)
+        rag_watch.log.error("watch mode not started: %s", exc)
         return None
-    threading.Thread(target=_run_watcher, args=(watcher,), name="watch", daemon=True).start()
-    return watcher
-
-
-def _run_watcher(watcher: rag_watch.FolderWatcher) -> None:
-    try:
-        watcher.run()
-    except Exception:  # the server goes on without watching; the reason is in its log
-        logging.getLogger("ragdoc.watch").exception("watch mode stopped")
 
 
 def _reconcile(conn: sqlite3.Connection, config: Config, *, required: bool) -> None:

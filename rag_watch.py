@@ -112,6 +112,7 @@ class FolderWatcher:
         return self._stop.is_set()
 
     def run(self) -> None:
+        log.setLevel(logging.INFO)  # its lines are the watcher's whole output (stderr)
         log.info("watching %s (%s; syncs after %.1f s quiet)", self.root, self.mode, self.quiet_s)
         if self.initial_sync and _identity(self.root) is not None:
             self._full = True
@@ -129,9 +130,13 @@ class FolderWatcher:
                 watched = ident
             try:
                 self._watch_root(ident)
-            except FileNotFoundError:
-                continue  # removed between the check and the watch: wait for it
             except (OSError, RuntimeError) as exc:
+                # A new watch sees only later events: what happened meanwhile needs a full sync
+                # (a no-op when nothing changed).
+                self._note_full()
+                if isinstance(exc, FileNotFoundError):
+                    log.info("watch restarted (%s)", exc)
+                    continue  # e.g. the folder went between the check and the watch
                 if not self.polling:
                     log.warning("inotify unavailable (%s): switching to polling mode", exc)
                     self.polling, self.mode = True, "polling"
@@ -261,3 +266,16 @@ class FolderWatcher:
                 continue
             out.append(rel.as_posix())
         return tuple(p for p in out if p != ".")
+
+
+def start_thread(watcher: FolderWatcher) -> FolderWatcher:
+    """Run the watcher on a daemon thread (the MCP server's and the console's --watch)."""
+
+    def run() -> None:
+        try:
+            watcher.run()
+        except Exception:  # the face goes on without watching; the reason is in its log
+            log.exception("watch mode stopped")
+
+    threading.Thread(target=run, name="watch", daemon=True).start()
+    return watcher
