@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(REMOTE_WARNING.format(host=host, url=server.url) + "\n")
     sys.stderr.write(f"RagDoc console: {server.url}\n")
     sys.stderr.flush()
+    if config.watch:
+        rag_service.start_watch_thread(config)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         threading.Thread(target=server.shutdown, name="shutdown", daemon=True).start()

@@ -45,6 +45,9 @@ def command_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("jobs", help="recent sync jobs")
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--json", action="store_true")
+    p = sub.add_parser("watch", help="sync changed files as they change (Ctrl-C stops)")
+    p.add_argument("--polling", action="store_true", help="poll instead of inotify")
+    p.add_argument("--no-initial-sync", action="store_true", help="skip the first full sync")
     sub.add_parser("demo", help="sync the knowledge dir, then run a few sample searches")
     p = sub.add_parser("model", help="semantic model management")
     model_sub = p.add_subparsers(dest="model_command", required=True)
@@ -95,6 +98,11 @@ def _print_job(view: JobView) -> None:
     print("  counts: " + ", ".join(f"{k} {v}" for k, v in d["counts"].items()))
     if d["message"]:
         print(f"  {d['message']}")
+    for reason, item in d["skipped"]["by_reason"].items():
+        examples = ", ".join(item["examples"][:3])
+        print(f"  skipped {reason} ({item['label']}): {item['count']}  e.g. {examples}")
+    if d["skipped"]["by_reason"]:
+        print('  (every skipped file: rag_list(status="skipped"))')
     for err in d["errors"][:20]:
         print(f"  ! {err['path']}: {err['message']}")
     if d["error_count"] > 20:
@@ -170,6 +178,15 @@ def _dispatch(config: Config, args: argparse.Namespace) -> int:
         return 0
     if args.command == "demo":
         return _demo(config)
+    if args.command == "watch":
+        watcher = rag_service.make_watcher(
+            config, polling=args.polling or None, initial_sync=not args.no_initial_sync
+        )
+        try:
+            watcher.run()
+        except KeyboardInterrupt:
+            sys.stderr.write("watch stopped\n")
+        return 0
     if args.command == "model":
         return _model_fetch(args)
     raise AssertionError(args.command)

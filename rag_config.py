@@ -12,6 +12,7 @@ import sqlite3
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from helpers.excludes import split_exclude_env
 from helpers.extract.blocks import DEFAULT_MAX_FILE_MB, max_file_bytes
 
 REPO_DIR = Path(__file__).resolve().parent
@@ -62,6 +63,10 @@ class Config:
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S  # wait for another writer before IndexBusy
     read_only: bool = False  # serve an index without ever writing to the data dir
     knowledge_dir_given: bool = True  # False: no --knowledge-dir, a config problem (not demo)
+    # gitignore-style globs left out of the index, beside <knowledge-dir>/.ragignore
+    excludes: tuple[str, ...] = ()
+    watch: bool = False  # MCP server / console: sync on file changes (rag_watch)
+    watch_polling: bool = False  # watchfiles' polling mode instead of inotify (network shares)
 
     @property
     def busy_timeout_ms(self) -> int:
@@ -85,6 +90,8 @@ class Config:
         for key in ("knowledge_dir", "data_dir", "db_path", "semantic_model_dir"):
             if data.get(key) is not None:
                 data[key] = Path(data[key])
+        if "excludes" in data:
+            data["excludes"] = tuple(data["excludes"])
         return cls(**data)
 
 
@@ -114,6 +121,25 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         default=None,
         help="never write to the data dir: search a copied or mounted index; sync is refused",
+    )
+    parser.add_argument(
+        "--watch",
+        action="store_true",
+        default=None,
+        help="MCP server / console: sync changed files automatically (RAGDOC_WATCH)",
+    )
+    parser.add_argument(
+        "--watch-polling",
+        action="store_true",
+        default=None,
+        help="watch by polling instead of inotify, e.g. on network shares (RAGDOC_WATCH_POLLING)",
+    )
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        metavar="GLOB",
+        help="leave matching files out of the index (gitignore syntax, repeatable; added to "
+        "<knowledge-dir>/.ragignore and RAGDOC_EXCLUDE)",
     )
 
 
@@ -174,7 +200,13 @@ def config_from_args(args: argparse.Namespace, demo: bool = False) -> Config:
     read_only = getattr(args, "read_only", None)
     if read_only is None:
         read_only = (_env("READ_ONLY") or "0").lower() in ("1", "true", "yes", "on")
+    excludes = split_exclude_env(_env("EXCLUDE") or "") + tuple(
+        getattr(args, "exclude", None) or ()
+    )
     return Config(
+        excludes=excludes,
+        watch=_flag(args, "watch", "WATCH"),
+        watch_polling=_flag(args, "watch_polling", "WATCH_POLLING"),
         knowledge_dir=knowledge,
         data_dir=data,
         db_path=Path(db).expanduser().resolve() if db else data / DB_FILENAME,
@@ -190,6 +222,13 @@ def config_from_args(args: argparse.Namespace, demo: bool = False) -> Config:
         read_only=bool(read_only),
         knowledge_dir_given=bool(given) or demo,
     )
+
+
+def _flag(args: argparse.Namespace, attr: str, env: str) -> bool:
+    value = getattr(args, attr, None)
+    if value is None:
+        value = (_env(env) or "0").lower() in ("1", "true", "yes", "on")
+    return bool(value)
 
 
 def _float_env(name: str, default: float) -> float:

@@ -14,10 +14,11 @@ from helpers.text.hubs import hub_score
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
-# rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs).
+# rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs;
+# skipped_files and jobs.skipped_detail, see rag_skipped).
 READABLE_FROM_VERSION = 2
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -267,6 +268,25 @@ ALTER TABLE sections ADD COLUMN hub REAL NOT NULL DEFAULT 0;
 -- a secret indexed before the detector existed leaves the index.
 ALTER TABLE documents ADD COLUMN redactions INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE documents ADD COLUMN detector_version INTEGER NOT NULL DEFAULT 0;
+""",
+    7: """
+-- Every file the last sync of its folder saw and did not index, with the reason
+-- (helpers.skips.SkipReason) and the sentence shown; a skipped folder is one row (is_dir = 1).
+-- Refreshed per synced scope by the worker; read by rag_list(status='skipped') and rag_health.
+CREATE TABLE IF NOT EXISTS skipped_files (
+    path TEXT PRIMARY KEY,
+    reason TEXT NOT NULL,
+    detail TEXT,
+    ext TEXT NOT NULL DEFAULT '',       -- '.gz', '' for none or a folder
+    is_dir INTEGER NOT NULL DEFAULT 0,
+    job_id TEXT,
+    recorded_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS skipped_files_reason ON skipped_files(reason, ext);
+
+-- A job's skips as JSON {reason: {"count", "label", "examples"}}: sync_status shows the
+-- breakdown without one job error per skipped file.
+ALTER TABLE jobs ADD COLUMN skipped_detail TEXT;
 """,
 }
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)

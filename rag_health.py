@@ -12,7 +12,9 @@ from collections.abc import Callable
 from typing import Any
 
 import rag_jobs
+import rag_skipped
 from helpers import platform_caps
+from helpers.excludes import RAGIGNORE_NAME, load_excludes
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
 from helpers.secrets import DETECTOR_VERSION
@@ -112,6 +114,9 @@ def health(config: Config) -> dict[str, Any]:
         "warnings": [],
         "read_only": None,
         "disk": {},
+        # what the last syncs saw and did not index (rag_skipped.summary); empty before schema 7
+        "skipped": {},
+        "excludes": {},
     }
     read_only = None if problems else read_only_reason(config)
     report["read_only"] = read_only
@@ -142,6 +147,8 @@ def health(config: Config) -> dict[str, Any]:
     _fill_disk_state(config, report)
     report["platform"] = {"system": sys.platform, "missing": platform_caps.missing_warnings()}
     report["warnings"].extend(report["platform"]["missing"])
+    if not problems:
+        _fill_excludes(config, report)
     if not report["semantic"]:
         report["semantic"] = _safe(lambda: semantic_state(config))
     if report["semantic"].get("state") not in ("ready", "off"):
@@ -174,6 +181,16 @@ def _fill_disk_state(config: Config, report: dict[str, Any]) -> None:
             f"low free space on {where}, below {human_bytes(LOW_FREE_SPACE_BYTES)}: "
             "a sync may fill the disk; free space or pass a --data-dir on a larger disk"
         )
+
+
+def _fill_excludes(config: Config, report: dict[str, Any]) -> None:
+    """The exclude patterns in force (.ragignore + --exclude) and any line that was ignored."""
+    rules = load_excludes(config.knowledge_dir, config.excludes)
+    report["excludes"] = {
+        "ragignore": (config.knowledge_dir / RAGIGNORE_NAME).is_file(),
+        "patterns": list(rules.patterns),
+    }
+    report["warnings"] += [f"excludes: {p}" for p in rules.problems]
 
 
 def _safe(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -256,6 +273,7 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
         report["warnings"].append(
             f"{by_status['needs_ocr']} documents have scanned pages without OCR text"
         )
+    report["skipped"] = rag_skipped.summary(conn)
     jid = rag_jobs.latest_job_id(conn)
     if jid:
         row = rag_jobs.load_job(conn, jid)

@@ -62,6 +62,9 @@ class JobView:
     already_running: bool = False
     # Inside the current file: {"done": 120, "total": 2000, "unit": "page"} (None between files)
     file_progress: dict[str, Any] | None = None
+    # {reason: {"count", "label", "examples"}} (helpers.skips); {} before the plan and on an
+    # index older than schema 7
+    skipped: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,6 +73,7 @@ class JobView:
         values["percent"] = round(self.percent, 1)
         if self.eta_seconds is not None:
             values["eta_seconds"] = round(self.eta_seconds, 1)
+        values["skipped"] = {"total": self.counts.get("skipped", 0), "by_reason": self.skipped}
         return JOB.build(values)
 
 
@@ -279,6 +283,7 @@ def job_view(conn: sqlite3.Connection, row: sqlite3.Row, already_running: bool =
         heartbeat=row["heartbeat"],
         already_running=already_running,
         file_progress=_file_progress(row),
+        skipped=_json_column(row, "skipped_detail"),
     )
 
 
@@ -299,6 +304,15 @@ def _file_progress(row: sqlite3.Row) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _json_column(row: sqlite3.Row, name: str) -> dict[str, Any]:
+    raw = _newer_column(row, name)
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 # Share of the progress bar each phase owns: files dominate; the semantic build, when it runs,
@@ -359,5 +373,11 @@ def progress_line(view: JobView) -> str:
     if view.phase == "semantic" and semantic.get("total"):
         done = f"{semantic['done']}/{semantic['total']} texts embedded"
     else:
-        done = f"{view.completed_files}/{view.total_files} files"
+        skipped = f" skipped {skipped_line(view.skipped)}" if view.skipped else ""
+        done = f"{view.completed_files}/{view.total_files} files{skipped}"
     return f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} {done}{eta}{current}"
+
+
+def skipped_line(breakdown: dict[str, Any]) -> str:
+    """'unsupported 233, hidden 4' from a job's skipped breakdown (largest first)."""
+    return ", ".join(f"{reason} {item['count']}" for reason, item in breakdown.items())

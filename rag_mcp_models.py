@@ -123,6 +123,11 @@ class JobOut(_Out):
         description='inside current_file: {"done": 120, "total": 2000, "unit": "page" or '
         '"chunks written"}; null between files',
     )
+    skipped: dict[str, Any] = Field(
+        description='files seen and not indexed: {"total": n, "by_reason": {reason: {"count", '
+        '"label", "examples"}}}; reasons: unsupported, hidden, sensitive, excluded, too_large, '
+        "symlink, special, bad_name, unreadable, secret",
+    )
 
 
 class DocumentOut(_Out):
@@ -135,7 +140,7 @@ class DocumentOut(_Out):
     modified_ns: int
     sections: int
     chunks: int
-    status: str = Field(description="indexed | failed | needs_ocr | needs_reindex")
+    status: str = Field(description="indexed | failed | needs_ocr | needs_reindex | skipped")
     error: str | None
     ocr: bool
     ocr_engine: str | None
@@ -144,6 +149,9 @@ class DocumentOut(_Out):
     indexed_at: float
     redactions: int = Field(
         description='secrets found in the text and replaced by "[redacted secret]"'
+    )
+    skip_reason: str | None = Field(
+        default=None, description="status skipped: why (unsupported, hidden, excluded, ...)"
     )
 
 
@@ -211,6 +219,17 @@ class HealthOut(_Out):
     platform: dict[str, Any] = Field(
         description="the operating system and the protections it lacks (memory cap, parent-death "
         "signal, /proc), each also a warning"
+    )
+
+    skipped: dict[str, Any] = Field(
+        default_factory=dict,
+        description='files seen and not indexed: {"total", "by_reason": {reason: n}, '
+        '"top_unsupported_extensions": [{"extension", "count"}]}',
+    )
+    excludes: dict[str, Any] = Field(
+        default_factory=dict,
+        description='{"ragignore": true if <knowledge-dir>/.ragignore exists, "patterns": '
+        "[the gitignore-style lines in force, .ragignore then --exclude]}",
     )
 
 

@@ -151,6 +151,7 @@ JOB = Shape(
         "heartbeat",
         "already_running",
         "file_progress",
+        "skipped",
     ),
 )
 LAST_JOB = Shape(
@@ -177,7 +178,9 @@ DOCUMENT = Shape(
         "needs_ocr_pages",
         "indexed_at",
         "redactions",
+        "skip_reason",
     ),
+    optional=frozenset({"skip_reason"}),  # only rag_list(status="skipped") items have it
 )
 LIST = Shape("list", ("total", "offset", "limit", "items", "next_offset"))
 SECTION = Shape("section", ("section_id", "ordinal", "location", "location_label", "text"))
@@ -218,7 +221,10 @@ HEALTH = Shape(
         "read_only",
         "disk",
         "platform",
+        "skipped",
+        "excludes",
     ),
+    optional=frozenset({"skipped", "excludes"}),  # filled only for a readable, configured index
 )
 SHAPES: dict[str, Shape] = {
     s.name: s

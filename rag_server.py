@@ -173,8 +173,8 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             str | None, Field(description="only files under this folder")
         ] = None,
         status: Annotated[
-            Literal["indexed", "failed", "needs_ocr", "needs_reindex"] | None,
-            Field(description="only files with this status"),
+            Literal["indexed", "failed", "needs_ocr", "needs_reindex", "skipped"] | None,
+            Field(description="only files with this status (skipped: seen, not indexed, why)"),
         ] = None,
         limit: Annotated[int, Field(ge=1, le=1000)] = 100,
         offset: Annotated[int, Field(ge=0, le=10**9)] = 0,
@@ -243,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         import rag_cli
 
         return rag_cli.run(config, rest)
+    if config.watch:
+        rag_service.start_watch_thread(config)  # logs to stderr; stdout stays the protocol
     if rag_http.transport_of(args) == "http":
         return rag_http.serve(config, build_server(config), args)
     build_server(config).run(show_banner=False)

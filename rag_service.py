@@ -25,8 +25,11 @@ from typing import Any, BinaryIO
 import rag_answer
 import rag_confidence
 import rag_documents
+import rag_errors
 import rag_jobs
 import rag_search
+import rag_skipped
+import rag_watch
 from helpers.extract import registry as extractors
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from rag_config import REPO_DIR, Config
@@ -411,6 +414,40 @@ def _start_sync(config: Config, scope: str) -> JobView:
         conn.close()
 
 
+def make_watcher(
+    config: Config, *, polling: bool | None = None, initial_sync: bool = True
+) -> rag_watch.FolderWatcher:
+    """Watch mode (rag_watch) starting syncs through start_sync: the one-writer rule and the
+    worker start stay here. Refused on a read-only setup, like sync_kb."""
+    require_config(config)
+    if reason := read_only_reason(config):
+        raise rag_errors.ReadOnlyDataDir(
+            f"watch mode needs a writable data dir ({reason})",
+            "drop --read-only or pass a writable --data-dir",
+        )
+    return rag_watch.FolderWatcher(
+        config,
+        lambda scope: rag_watch.SyncStarted(*_started(start_sync(config, scope))),
+        lambda job_id: sync_status(config, job_id).state in rag_jobs.ACTIVE_STATES,
+        polling=config.watch_polling if polling is None else polling,
+        initial_sync=initial_sync,
+    )
+
+
+def _started(view: JobView) -> tuple[str, bool]:
+    return view.job_id, view.already_running
+
+
+def start_watch_thread(config: Config) -> rag_watch.FolderWatcher | None:
+    """--watch of the MCP server and the console: the watcher on a daemon thread; a setup that
+    cannot sync is logged and the face goes on without watching."""
+    try:
+        return rag_watch.start_thread(make_watcher(config))
+    except RagError as exc:
+        rag_watch.log.error("watch mode not started: %s", exc)
+        return None
+
+
 def _reconcile(conn: sqlite3.Connection, config: Config, *, required: bool) -> None:
     """Mark active jobs whose worker died as failed. Needs a write transaction: it is tiny and
     only runs when a job may be dead. A status read (`required=False`) answers anyway when the
@@ -567,6 +604,10 @@ def list_documents(
     with storage_guard(config, "rag_list"):
         conn = read_conn(config)
         try:
+            if status == "skipped":  # files seen and not indexed, with the reason
+                return rag_skipped.list_skipped(
+                    conn, config.knowledge_dir, prefix, query.contains, limit, offset, descending
+                )
             return rag_documents.list_documents(conn, config.knowledge_dir, query)
         finally:
             conn.close()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
+import rag_skipped
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import (
     BlockKind,
@@ -46,9 +47,11 @@ from helpers.secrets import (
     MostlySecret,
     find_secrets,
 )
+from helpers.skips import ERROR_REASONS, FileSkipped, SkipReason, SkipRecord, SkipTally
 from helpers.text.chunking import CHUNK_SCHEME, build_sections
 from helpers.text.normalize import clean_text
 from rag_config import Config
+from rag_db import write_transaction
 from rag_sync_write import (
     STAGING_PATH_PREFIX,
     TRUNCATED_NOTE,
@@ -99,7 +102,6 @@ IN_PROCESS_SUFFIXES = frozenset(
     }
 )
 IN_PROCESS_SUFFIXES |= extractors.PURE_TEXT_SUFFIXES  # code, LaTeX, AsciiDoc, Org
-_UNREADABLE_REASONS = ("folder not readable", "cannot stat", "folder is (or passes through)")
 COUNT_KEYS = (
     "added",
     "updated",
@@ -148,8 +150,15 @@ class SyncPlan:
     existing: dict[str, ExistingDoc] = field(default_factory=dict)
 
 
-def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> SyncPlan:
-    """Compare the folder with the index by size + mtime_ns (hashes only for what changed)."""
+def plan_sync(
+    conn: sqlite3.Connection,
+    knowledge_dir: Path,
+    scope: str,
+    max_file_bytes: int | None = None,
+    excluded: Callable[[str, bool], bool] | None = None,
+) -> SyncPlan:
+    """Compare the folder with the index by size + mtime_ns (hashes only for what changed).
+    Files over `max_file_bytes` and `excluded` ones are skipped: their old rows go."""
     plan = SyncPlan()
     for row in conn.execute(
         "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
@@ -168,9 +177,12 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
                 row["detector_version"],
             )
     seen: set[str] = set()
-    for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope):
+    for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
         if isinstance(entry, SkippedEntry):
             plan.skipped.append(entry)
+            continue
+        if max_file_bytes is not None and entry.size > max_file_bytes:
+            plan.skipped.append(_too_large(entry, max_file_bytes))
             continue
         seen.add(entry.rel_path)
         old = plan.existing.get(entry.rel_path)
@@ -189,7 +201,7 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
     unreadable = [
         "" if s.rel_path == "." else s.rel_path
         for s in plan.skipped
-        if s.reason.startswith(_UNREADABLE_REASONS)
+        if s.kind == SkipReason.UNREADABLE or (s.kind == SkipReason.SYMLINK and s.rel_path == scope)
     ]
     plan.removed = [
         (doc.id, path)
@@ -197,6 +209,37 @@ def plan_sync(conn: sqlite3.Connection, knowledge_dir: Path, scope: str) -> Sync
         if path not in seen and not any(in_scope(path, u) for u in unreadable)
     ]
     return plan
+
+
+def _too_large(entry: FileEntry, max_file_bytes: int) -> SkippedEntry:
+    return SkippedEntry(
+        entry.rel_path, str(file_too_large(entry.size, max_file_bytes)), SkipReason.TOO_LARGE
+    )
+
+
+def record_skips(
+    conn: sqlite3.Connection,
+    scope: str,
+    skipped: list[SkippedEntry],
+    observer: SyncObserver,
+    tally: SkipTally,
+) -> None:
+    """Count every skip by reason (the job's breakdown) and store the list for rag_list; only
+    faults (unreadable folders) also become job errors, so 50,000 skips never drown them."""
+    records = [SkipRecord(s.rel_path, s.kind, s.reason, s.is_dir) for s in skipped]
+    for record in records:
+        tally.add(record)
+        if record.reason in ERROR_REASONS:
+            observer.on_error(record.rel_path, f"skipped: {record.detail}")
+    with write_transaction(conn):
+        rag_skipped.replace_scope(conn, scope, records, getattr(observer, "job_id", None))
+    _report_skips(observer, tally)
+
+
+def _report_skips(observer: SyncObserver, tally: SkipTally) -> None:
+    on_skipped = getattr(observer, "on_skipped", None)
+    if on_skipped is not None:
+        on_skipped(tally.to_dict())
 
 
 def file_sha256(entry: FileEntry, observer: SyncObserver | None = None) -> str:
@@ -273,7 +316,7 @@ def extract_document(
 
     try:
         sections = list(build_sections(blocks()))
-    except ExtractionError:
+    except (ExtractionError, FileSkipped):
         raise
     except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job
         raise extraction_failure(exc, format_of(entry.abs_path)) from exc
@@ -313,6 +356,7 @@ def sync_files(
     observer: SyncObserver,
     counts: dict[str, int],
     sandbox: SandboxedExtractor | None = None,
+    excluded: Callable[[str, bool], bool] | None = None,
 ) -> None:
     """Plan, index the candidates, remove what disappeared, keeping `counts` current."""
     for key in COUNT_KEYS:
@@ -320,11 +364,11 @@ def sync_files(
     observer.on_phase("prepare")
     # Staged rows of a worker that was killed mid-document (invisible, but they take space).
     discard_staging(conn, stop_on_cancel(observer))
-    plan = plan_sync(conn, knowledge_dir, scope)
+    plan = plan_sync(conn, knowledge_dir, scope, ctx_base.limits.max_file_bytes, excluded)
     counts["unchanged"] = plan.unchanged
-    counts["skipped"] = len(plan.skipped)
-    for skipped in plan.skipped:
-        observer.on_error(skipped.rel_path, f"skipped: {skipped.reason}")
+    tally = SkipTally()
+    record_skips(conn, scope, plan.skipped, observer, tally)
+    counts["skipped"] = tally.total
     observer.on_plan(len(plan.candidates), sum(e.size for e in plan.candidates))
     observer.on_phase("files")
     ctx = ExtractContext(
@@ -338,9 +382,12 @@ def sync_files(
     for entry in plan.candidates:
         observer.check_cancel()
         observer.on_file_start(entry.rel_path)
-        outcome, error = _sync_one(
-            conn, entry, plan.existing.get(entry.rel_path), ctx, observer, sandbox, purge
-        )
+        old = plan.existing.get(entry.rel_path)
+        try:
+            outcome, error = _sync_one(conn, entry, old, ctx, observer, sandbox, purge)
+        except FileSkipped as skip:
+            outcome, error = "skipped", None
+            _skip_after_reading(conn, entry, old, skip, observer, tally)
         counts[outcome] += 1
         if error:
             observer.on_error(entry.rel_path, error)
@@ -367,10 +414,8 @@ def _sync_one(
     material is skipped (its old rows removed); `purge` collects the paths whose previous text,
     read by an older detector version, held secrets this one redacts."""
     limits: ExtractLimits = ctx.limits
-    if entry.size > limits.max_file_bytes:
-        reason = str(file_too_large(entry.size, limits.max_file_bytes))
-        write_failure(conn, entry, "", reason)
-        return "failed", reason
+    if entry.size > limits.max_file_bytes:  # plan_sync skips these; a direct caller may not
+        raise FileSkipped(SkipReason.TOO_LARGE, _too_large(entry, limits.max_file_bytes).reason)
     try:
         sha = file_sha256(entry, observer)
     except FileReplaced as exc:
@@ -409,13 +454,13 @@ def _sync_one(
     try:
         content = extract_document(entry, ctx, observer, sandbox)
         _check_unchanged_while_read(entry)
-    except MostlySecret as exc:
-        if old is not None:
-            if purge is not None and not current_detector:
-                mark_purge_pending(conn)
-                purge.append(entry.rel_path)
-            remove_document(conn, old.id)
-        return "skipped", str(exc)
+    except MostlySecret:
+        # sync_files records the skip (reason `secret`) and removes the old rows; a secret the
+        # older detector let into them is purged from the FTS segments too.
+        if old is not None and purge is not None and not current_detector:
+            mark_purge_pending(conn)
+            purge.append(entry.rel_path)
+        raise
     except ExtractionError as exc:
         reason = str(exc)
         write_failure(conn, entry, sha, reason)
@@ -436,6 +481,24 @@ def _sync_one(
             "searchable (hint: split the file)"
         )
     return ("updated" if old is not None else "added"), "; ".join(problems) or None
+
+
+def _skip_after_reading(
+    conn: sqlite3.Connection,
+    entry: FileEntry,
+    old: ExistingDoc | None,
+    skip: FileSkipped,
+    observer: SyncObserver,
+    tally: SkipTally,
+) -> None:
+    """A file the extraction path refused (FileSkipped): its earlier copy leaves the index."""
+    if old is not None:
+        remove_document(conn, old.id, stop_on_cancel(observer))
+    record = SkipRecord(entry.rel_path, skip.reason, skip.detail)
+    tally.add(record)
+    with write_transaction(conn):
+        rag_skipped.add(conn, record, getattr(observer, "job_id", None))
+    _report_skips(observer, tally)
 
 
 def _has_ocr_text(conn: sqlite3.Connection, doc_id: int) -> bool:

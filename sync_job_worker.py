@@ -22,6 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
+from helpers.excludes import RAGIGNORE_NAME, load_excludes, own_folder_rules
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
 from rag_errors import RagError
@@ -87,6 +88,7 @@ class JobReporter:
         self._cancel = threading.Event()
         self._stop = threading.Event()
         self._errors: list[tuple[str, str]] = []
+        self._skipped: dict[str, dict[str, object]] | None = None  # helpers.skips breakdown
         self._thread = threading.Thread(target=self._beat, name="heartbeat", daemon=True)
         self._reader: sqlite3.Connection | None = None  # the main thread's, for check_cancel_now
 
@@ -153,6 +155,10 @@ class JobReporter:
         with self._lock:
             self._errors.append((rel_path, message[:2000]))
 
+    def on_skipped(self, breakdown: dict[str, dict[str, object]]) -> None:
+        with self._lock:
+            self._skipped = breakdown
+
     def on_semantic(self, done: int, total: int) -> None:
         with self._lock:
             self.progress.semantic_done = done
@@ -185,6 +191,7 @@ class JobReporter:
             p = self.progress
             counts = dict(self.counts)
             errors, self._errors = self._errors, []
+            skipped = None if self._skipped is None else json.dumps(self._skipped)
             values = (
                 p.phase,
                 p.phase_started_at,
@@ -220,6 +227,10 @@ class JobReporter:
                     self.job_id,
                 ),
             )
+            if skipped is not None:
+                conn.execute(
+                    "UPDATE jobs SET skipped_detail = ? WHERE id = ?", (skipped, self.job_id)
+                )
             conn.executemany(
                 "INSERT INTO job_errors(job_id, path, message) VALUES (?, ?, ?)",
                 [(self.job_id, path, message) for path, message in errors],
@@ -278,9 +289,22 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
+    own = own_folder_rules(config.knowledge_dir, config.data_dir, config.db_path.parent)
+    excludes = load_excludes(config.knowledge_dir, config.excludes + own)
+    for problem in excludes.problems:
+        reporter.on_error(RAGIGNORE_NAME, problem)
     try:
         with extraction_tools(config, config.logs_dir / f"worker-{job_id}.log") as (ctx, sandbox):
-            sync_files(conn, config.knowledge_dir, scope, ctx, reporter, reporter.counts, sandbox)
+            sync_files(
+                conn,
+                config.knowledge_dir,
+                scope,
+                ctx,
+                reporter,
+                reporter.counts,
+                sandbox,
+                excludes if excludes else None,
+            )
         reporter.check_cancel()
         reporter.on_phase("semantic")
         message = _semantic_phase(conn, config, reporter)

@@ -35,11 +35,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from helpers.skips import FileSkipped, SkipReason
+
 DETECTOR_VERSION = 1
 REDACTION = "[redacted secret]"
 # The reason code of a file skipped because it is mostly secret material (for per-reason skip
 # counts); SKIP_MESSAGE is what the job's per-file report says.
-SKIP_REASON_SECRET = "secret"
+SKIP_REASON_SECRET = SkipReason.SECRET.value
 SKIP_MESSAGE = "skipped: the file is mostly secret material ({kinds})"
 # A document whose redacted characters are at least this share of its non-space text is a
 # secret file under an innocent name (a key file, a service-account JSON, a copied .env): it is
@@ -54,10 +56,12 @@ MAX_REPEATED_TEXTS = 1024  # distinct table headers / headings remembered per do
 GENERIC = "password or token"
 
 
-class MostlySecret(Exception):
-    """A document that is mostly secret material: it is skipped, and the message says why."""
+class MostlySecret(FileSkipped):
+    """A document that is mostly secret material: it is skipped (counted under the skip reason
+    `secret`), and the message says why."""
 
-    reason = SKIP_REASON_SECRET
+    def __init__(self, detail: str) -> None:
+        super().__init__(SkipReason.SECRET, detail)
 
 
 @dataclass(frozen=True)

@@ -142,8 +142,17 @@ def no_state_in_the_real_home() -> object:
     assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
 
 
+def undo_migration_7(conn: sqlite3.Connection) -> None:
+    """An index as schema 6 left it (no skipped_files, no jobs.skipped_detail)."""
+    conn.execute("DROP TABLE skipped_files")
+    conn.execute("ALTER TABLE jobs DROP COLUMN skipped_detail")
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+
+
 def undo_migration_6(conn: sqlite3.Connection) -> None:
-    """An index as schema 5 left it (no redaction count or secret-detector version)."""
+    """An index as schema 5 left it (no redaction count or secret-detector version, nor what
+    later migrations added)."""
+    undo_migration_7(conn)
     conn.execute("ALTER TABLE documents DROP COLUMN redactions")
     conn.execute("ALTER TABLE documents DROP COLUMN detector_version")
     conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")

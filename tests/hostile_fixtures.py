@@ -34,7 +34,7 @@ from format_fixtures import (
 from stress.corpora import KINDS, marker, write_document
 
 FAILED = "failed"  # a documents row with status failed and a reason
-SKIPPED = "skipped"  # a job error "skipped: <reason>", no documents row
+SKIPPED = "skipped"  # a skipped_files row with its reason, no documents row
 IGNORED = "ignored"  # never read, never listed (links, FIFOs, sockets, hidden files)
 INDEXED = "indexed"  # a hostile *name* or harmless oddity: the content must be searchable
 REPORTED = "reported"  # indexed, or failed with a reason (libraries may repair some damage)

@@ -63,6 +63,10 @@ def _load(config: Config, job_id: str) -> tuple[dict[str, sqlite3.Row], dict[str
         errors: dict[str, list[str]] = {}
         for r in conn.execute("SELECT path, message FROM job_errors WHERE job_id = ?", (job_id,)):
             errors.setdefault(r["path"], []).append(r["message"])
+        # Skips are reported by reason in skipped_files (rag_list(status="skipped")), not as
+        # one job error each; a skipped folder is one row.
+        for r in conn.execute("SELECT path, detail FROM skipped_files"):
+            errors.setdefault(r["path"], []).append(f"skipped: {r['detail']}")
         return docs, errors
     finally:
         conn.close()

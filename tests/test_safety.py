@@ -74,8 +74,9 @@ def test_hidden_sensitive_and_special_files_are_never_indexed(config: Config, kn
     assert view.state == "succeeded"
     listed = rag_service.list_documents(config)
     assert [item["path"] for item in listed["items"]] == ["notes.md"]
-    skipped = {e["path"] for e in view.errors}
-    assert {"credentials.json", "secrets.yaml"} <= skipped
+    assert view.errors == []  # skips are counted by reason, not one job error each
+    assert {"credentials.json", "secrets.yaml"} <= set(view.skipped["sensitive"]["examples"])
+    assert set(view.skipped["hidden"]["examples"]) == {".git/", ".hidden.md"}
     hits = rag_service.search(config, "alpha", mode="lexical").hits
     assert [h.path for h in hits] == ["notes.md"]
 
@@ -171,8 +172,10 @@ def test_secret_store_files_and_folders_are_never_indexed_but_policies_are(
     assert [i["path"] for i in rag_service.list_documents(config)["items"]] == [
         "password-policy.md"
     ]
-    skipped = {e["path"]: e["message"] for e in view.errors}
+    listed = rag_service.list_documents(config, status="skipped")["items"]
+    skipped = {i["path"]: i["skip_reason"] for i in listed}
     assert {"Passwords 2024.xlsx", "secret.txt", "token.json", "Secrets"} <= set(skipped)
+    assert set(skipped.values()) == {"sensitive"}
     hits = rag_service.search(config, "zebra-omega", mode="lexical").hits
     assert [h.path for h in hits] == ["password-policy.md"]
     with pytest.raises(rag_service.RagError):

@@ -443,6 +443,9 @@ def test_an_older_index_on_a_read_only_data_dir_is_read_as_it_is(knowledge: Path
     assert rag_service.search(config, "合同", mode="lexical").hits == []  # no bigram index: quiet
     assert rag_service.sync_status(config, job.job_id).state == "succeeded"
     assert rag_service.health(config)["schema_version"] == 2
+    assert rag_service.health(config)["skipped"]["recorded"] is False  # no skipped_files yet
+    assert rag_service.list_documents(config, status="skipped")["total"] == 0
+    assert rag_service.sync_status(config, job.job_id).skipped == {}
     assert _index_bytes(config) == before  # never migrated on a read-only dir
     assert rag_service.sync_status(writable, job.job_id).state == "succeeded"  # writable: upgraded
     with closing(open_index(writable.db_path)) as conn:

@@ -221,14 +221,18 @@ def test_a_corrupt_file_is_reported_and_the_job_goes_on(config: Config, knowledg
         small_cap, rag_service.start_sync(small_cap).job_id, timeout_s=60
     )
     assert view.state == "succeeded"
-    assert view.counts["added"] == 3 and view.counts["failed"] == 2
+    assert view.counts["added"] == 3 and view.counts["failed"] == 1
     errors = {e["path"]: e["message"] for e in view.errors}
     assert "binary" in errors["binary.txt"].lower()
-    # One size-cap rule and unit for the sync's check and the extractor's: MB of 2**20 bytes.
-    assert errors["big.txt"].startswith("file is 2.0 MB, over the 1 MB limit")
-    assert "--max-file-mb" in errors["big.txt"]
+    # Over the size cap: never read, so skipped (with the hint), not a failed document.
+    assert view.skipped["too_large"]["examples"] == ["big.txt"]
     listed = rag_service.list_documents(small_cap, status="failed")
-    assert {i["path"] for i in listed["items"]} == {"binary.txt", "big.txt"}
+    assert {i["path"] for i in listed["items"]} == {"binary.txt"}
+    skipped = rag_service.list_documents(small_cap, status="skipped")["items"]
+    assert [(i["path"], i["skip_reason"]) for i in skipped] == [("big.txt", "too_large")]
+    # One size-cap rule and unit for the sync's check and the extractor's: MB of 2**20 bytes.
+    assert skipped[0]["error"].startswith("file is 2.0 MB, over the 1 MB limit")
+    assert "--max-file-mb" in skipped[0]["error"]
     index_is_consistent(config.db_path)
 
 

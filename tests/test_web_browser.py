@@ -223,8 +223,11 @@ def test_sync_progress_moves_survives_a_reload_and_cancels(browser: WebDriver, s
         "the history to show the cancelled job",
     )
     assert browser.find_element(By.ID, "sync-cancel").get_property("disabled")
-    browser.find_element(By.CSS_SELECTOR, "#job-errors-box summary").click()  # per-file errors
-    assert "notes/credentials.txt" in browser.find_element(By.ID, "job-errors").text
+    # Files not indexed, by reason with examples (skips are not per-file errors)
+    browser.find_element(By.CSS_SELECTOR, "#job-skipped-box summary").click()
+    skipped = browser.find_element(By.ID, "job-skipped").text
+    assert "sensitive: 1" in skipped and "notes/credentials.txt" in skipped
+    assert "hidden:" in skipped and ".env" in skipped
     screenshot(browser, "sync-cancelled")
     no_console_errors(browser)
 
@@ -257,6 +260,29 @@ def test_the_files_view_pages_sorts_and_filters_on_the_server(
     browser.find_element(By.ID, "files-contains").send_keys("many/memo-11")
     wait_for(browser, lambda d: files_range(d) == "1–10 of 10", "the filter")
     assert browser.find_element(By.ID, "files-last").get_property("disabled")
+    no_console_errors(browser)
+
+
+def test_the_files_view_lists_skipped_files_with_their_reason(
+    browser: WebDriver, site: Site
+) -> None:
+    from selenium.webdriver.support.ui import Select
+
+    open_view(browser, site, "files")
+    browser.find_element(By.ID, "files-contains").clear()  # the view keeps earlier filters
+    Select(browser.find_element(By.ID, "files-status")).select_by_value("skipped")
+    wait_for(
+        browser,
+        lambda d: "notes/credentials.txt" in d.find_element(By.ID, "files").text,
+        "the skipped files",
+    )
+    rows = {
+        row.find_element(By.CSS_SELECTOR, "td.path-cell span").text: row.text
+        for row in browser.find_elements(By.CSS_SELECTOR, "#files tr")
+    }
+    assert "sensitive" in rows["notes/credentials.txt"]  # the reason badge
+    assert "hidden" in rows[".env"]
+    assert browser.find_elements(By.CSS_SELECTOR, "#files tr td a") == []  # never linked
     no_console_errors(browser)
 
 

@@ -99,7 +99,9 @@ function fileRow(item) {
     h(
       "td",
       { class: "path-cell" },
-      h("a", { href: originalUrl(item.path), target: "_blank", rel: "noopener noreferrer", title: item.abs_path }, item.path),
+      item.status === "skipped"
+        ? h("span", { class: "mono", title: item.abs_path }, item.display_path)
+        : h("a", { href: originalUrl(item.path), target: "_blank", rel: "noopener noreferrer", title: item.abs_path }, item.path),
       item.error ? h("div", { class: "file-error" }, item.error) : null,
     ),
     h("td", {}, item.format),
@@ -114,6 +116,7 @@ function fileRow(item) {
       item.redactions
         ? h("span", { class: "badge", title: "secrets replaced by [redacted secret]" }, `${item.redactions} redacted`)
         : null,
+      item.skip_reason ? h("span", { class: "badge" }, item.skip_reason.replace("_", " ")) : null,
     ),
   );
 }

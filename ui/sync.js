@@ -158,6 +158,7 @@ function showJob(job) {
     counts.append(h("div", {}, h("dt", {}, "vectors"), h("dd", {}, `${fmtInt(job.semantic.done)} / ${fmtInt(job.semantic.total)}`)));
   }
   byId("job-message").textContent = job.message || "";
+  showSkipped(job.skipped || { total: 0, by_reason: {} });
   const box = byId("job-errors-box");
   box.hidden = !job.error_count;
   byId("job-errors-title").textContent = `${fmtInt(job.error_count)} file error${job.error_count === 1 ? "" : "s"}`;
@@ -170,4 +171,19 @@ function showJob(job) {
   if (row) row.replaceWith(historyRow(job)); // the history follows the live job too
   cancelButton.disabled = !active || job.state === "cancelling";
   byId("sync-start").disabled = active;
+}
+
+// Files the job saw and did not index, by reason, with a few examples each (the Files view lists
+// them all with status "skipped").
+function showSkipped(skipped) {
+  const reasons = Object.entries(skipped.by_reason || {});
+  byId("job-skipped-box").hidden = !reasons.length;
+  byId("job-skipped-title").textContent = `${fmtInt(skipped.total)} file${skipped.total === 1 ? "" : "s"} not indexed`;
+  const list = clear(byId("job-skipped"));
+  for (const [reason, item] of reasons) {
+    list.append(
+      h("li", {}, h("strong", {}, `${reason}: ${fmtInt(item.count)}`), ` — ${item.label}; e.g. `,
+        h("span", { class: "mono" }, item.examples.join(", "))),
+    );
+  }
 }
