@@ -22,40 +22,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
+
+from secret_fixtures import NoRedaction, NullObserver  # noqa: E402
 
 import rag_db  # noqa: E402
 import rag_sync  # noqa: E402
 from helpers.extract.sandbox import SandboxedExtractor  # noqa: E402
 from helpers.secrets import BlockRedactor  # noqa: E402
 from rag_config import Config  # noqa: E402
-from sync_job_worker import build_extract_context, ocr_options  # noqa: E402
+from rag_sync import build_extract_context, ocr_options  # noqa: E402
 
 TIMER = {"seconds": 0.0, "chars": 0}
-
-
-class _Observer:
-    def check_cancel(self) -> None:
-        return None
-
-    def on_phase(self, phase: str) -> None: ...
-
-    def on_plan(self, total_files: int, total_bytes: int) -> None: ...
-
-    def on_file_start(self, rel_path: str) -> None: ...
-
-    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None: ...
-
-    def on_error(self, rel_path: str, message: str) -> None: ...
-
-
-class _Off(BlockRedactor):
-    """No detector: the text goes in as it is (the baseline)."""
-
-    def text(self, text: str) -> str:
-        return text
-
-    def extra(self, text: str, *, counted: bool = True) -> str:
-        return text
 
 
 class _Timed(BlockRedactor):
@@ -87,7 +65,7 @@ def sync_all(roots: list[Path], redactor: type[BlockRedactor], work: Path) -> fl
         start = time.perf_counter()
         with closing(rag_db.open_index(config.db_path)) as conn:
             counts: dict[str, int] = {}
-            rag_sync.sync_files(conn, root, "", ctx, _Observer(), counts, sandbox)
+            rag_sync.sync_files(conn, root, "", ctx, NullObserver(), counts, sandbox)
         total += time.perf_counter() - start
         sandbox.close()
     return total
@@ -103,7 +81,7 @@ def main() -> None:
     print(f"{len(roots)} eval corpora, {size / 1e6:.1f} MB", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        sync_all(roots, _Off, work)  # warm-up: file cache, imports, sandbox start
+        sync_all(roots, NoRedaction, work)  # warm-up: file cache, imports, sandbox start
         on, off, inside = [], [], []
         for _ in range(args.rounds):
             TIMER["seconds"] = 0.0
@@ -111,7 +89,7 @@ def main() -> None:
             on.append(sync_all(roots, _Timed, work))
             detector = TIMER["seconds"]
             inside.append(detector)
-            off.append(sync_all(roots, _Off, work))
+            off.append(sync_all(roots, NoRedaction, work))
             print(
                 f"  with detector {on[-1]:.2f} s (inside it {detector:.3f} s for "
                 f"{TIMER['chars'] / 1e6:.1f} M chars), without {off[-1]:.2f} s",

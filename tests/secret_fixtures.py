@@ -15,6 +15,8 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.secrets import BlockRedactor
+
 _RNG = random.Random(18)
 ALNUM = string.ascii_letters + string.digits
 MARKER = "zebracorn"  # a word next to every secret: the document is found by it
@@ -231,3 +233,31 @@ def write_pdf(path: Path) -> Path:
         lines += s.line().splitlines()
     pages = [lines[i : i + 40] for i in range(0, len(lines), 40)]
     return write_text_pdf(path, pages)
+
+
+class NullObserver:
+    """A sync observer that records nothing and never cancels (rag_sync.SyncObserver)."""
+
+    def check_cancel(self) -> None:
+        return None
+
+    def on_phase(self, phase: str) -> None: ...
+
+    def on_plan(self, total_files: int, total_bytes: int) -> None: ...
+
+    def on_file_start(self, rel_path: str) -> None: ...
+
+    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None: ...
+
+    def on_error(self, rel_path: str, message: str) -> None: ...
+
+
+class NoRedaction(BlockRedactor):
+    """No detector, as before it existed: the text goes in as it is (an older index; the bench's
+    baseline)."""
+
+    def text(self, text: str) -> str:
+        return text
+
+    def extra(self, text: str, *, counted: bool = True) -> str:
+        return text

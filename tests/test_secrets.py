@@ -91,7 +91,7 @@ def test_a_key_file_and_a_service_account_json_are_mostly_secret_material():
 
 
 def test_the_skip_reason_is_a_constant_and_plain_words():
-    assert SKIP_REASON_SECRET == "secret" and MostlySecret.reason == "secret"
+    assert SKIP_REASON_SECRET == "secret" and MostlySecret("x").reason == "secret"
     assert SKIP_MESSAGE.format(kinds="private key") == (
         "skipped: the file is mostly secret material (private key)"
     )

@@ -18,6 +18,8 @@ from secret_fixtures import (
     MARKER,
     PLACEHOLDERS,
     SECRETS,
+    NoRedaction,
+    NullObserver,
     gcp_service_account,
     prose,
     write_docx,
@@ -32,7 +34,7 @@ import rag_service
 import rag_sync
 from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
-from helpers.secrets import DETECTOR_VERSION, REDACTION, BlockRedactor
+from helpers.secrets import DETECTOR_VERSION, REDACTION
 from helpers.semantic import vector_pack
 from rag_config import Config
 from rag_sync_write import mark_purge_pending, purge_pending
@@ -184,10 +186,16 @@ def test_a_key_file_and_a_service_account_json_are_skipped_and_reported(synced: 
     listed = {item["path"] for item in rag_service.list_documents(synced)["items"]}
     assert "notes.txt" not in listed and "project-settings.json" not in listed
     job = rag_service.sync_status(synced)
-    reasons = {e["path"]: e["message"] for e in job.errors}
+    # Counted under the skip reason `secret` (with examples), not one job error per file.
+    assert sorted(job.skipped["secret"]["examples"]) == ["notes.txt", "project-settings.json"]
+    assert job.skipped["secret"]["count"] == 2 and job.counts["skipped"] >= 2
+    assert not {e["path"] for e in job.errors} & {"notes.txt", "project-settings.json"}
+    skipped = rag_service.list_documents(synced, status="skipped")["items"]
+    reasons = {i["path"]: (i["skip_reason"], i["error"]) for i in skipped}
     for path in ("notes.txt", "project-settings.json"):
-        assert reasons[path].startswith("skipped: the file is mostly secret material (private key")
-    assert job.counts["skipped"] >= 2
+        reason, message = reasons[path]
+        assert reason == "secret"
+        assert message.startswith("skipped: the file is mostly secret material (private key")
 
 
 def test_a_purge_left_owed_by_a_cancelled_or_killed_sync_runs_on_the_next_one(
@@ -207,31 +215,6 @@ def test_every_write_connection_has_secure_delete_on(tmp_path: Path):
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
 
 
-class _Observer:
-    def check_cancel(self) -> None:
-        return None
-
-    def on_phase(self, phase: str) -> None: ...
-
-    def on_plan(self, total_files: int, total_bytes: int) -> None: ...
-
-    def on_file_start(self, rel_path: str) -> None: ...
-
-    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None: ...
-
-    def on_error(self, rel_path: str, message: str) -> None: ...
-
-
-class _NoRedaction(BlockRedactor):
-    """What a version before the detector did: text went in as it was."""
-
-    def text(self, text: str) -> str:
-        return text
-
-    def extra(self, text: str, *, counted: bool = True) -> str:
-        return text
-
-
 def test_a_secret_already_in_an_older_index_disappears_on_the_next_sync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
@@ -241,9 +224,9 @@ def test_a_secret_already_in_an_older_index_disappears_on_the_next_sync(
     config = make_config(knowledge, tmp_path / "state")
     # The older index: written without redaction, every row marked as read by no detector.
     with monkeypatch.context() as patch:
-        patch.setattr(rag_sync, "BlockRedactor", _NoRedaction)
+        patch.setattr(rag_sync, "BlockRedactor", NoRedaction)
         with closing(rag_db.open_index(config.db_path)) as conn:
-            rag_sync.sync_files(conn, knowledge, "", ExtractContext(), _Observer(), {})
+            rag_sync.sync_files(conn, knowledge, "", ExtractContext(), NullObserver(), {})
             conn.execute("UPDATE documents SET detector_version = 0, redactions = 0")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     raw = _index_bytes(config)
@@ -288,7 +271,7 @@ def test_the_eval_corpora_lose_at_most_one_redaction_per_10_mb():
                 continue
             total_bytes += entry.size
             try:
-                content = rag_sync.extract_document(entry, ExtractContext(), _Observer())
+                content = rag_sync.extract_document(entry, ExtractContext(), NullObserver())
             except rag_sync.ExtractionError:
                 continue
             if content.redactions:

@@ -17,7 +17,7 @@ import rag_sync
 from helpers.skips import EXAMPLES_PER_REASON, FileSkipped, SkipReason
 from rag_config import Config
 from rag_db import open_index
-from sync_job_worker import build_extract_context
+from rag_sync import build_extract_context
 
 UNSUPPORTED_FILES = 1200  # enough to show errors are not flooded, small enough for CI
 
@@ -35,7 +35,7 @@ def _mixed_folder(root: Path) -> None:
     logs = root / "logs"
     logs.mkdir()
     for i in range(UNSUPPORTED_FILES):
-        (logs / f"trace-{i:05d}.gz").write_bytes(b"\x1f\x8b" + bytes(10))
+        (logs / f"trace-{i:05d}.bin").write_bytes(b"\x00\x01" + bytes(10))
     for i in range(7):
         (root / f"figure-{i}.eps").write_text("%!PS\n")
     (root / ".cache").mkdir()
@@ -75,14 +75,14 @@ def test_every_skipped_file_is_counted_by_reason_without_flooding_errors(
     items = page["items"] + rest["items"]
     assert rest["next_offset"] is None and len(items) == page["total"]
     reasons = {i["path"]: i["skip_reason"] for i in items}
-    assert reasons["logs/trace-00042.gz"] == "unsupported"
+    assert reasons["logs/trace-00042.bin"] == "unsupported"
     assert reasons["pipe.txt"] == "special" and reasons["huge.txt"] == "too_large"
     only_logs = rag_service.list_documents(config, status="skipped", path_prefix="logs")
     assert only_logs["total"] == UNSUPPORTED_FILES
     # rag_health: the most common unsupported extensions
     report = rag_service.health(config)
     assert report["skipped"]["top_unsupported_extensions"][:2] == [
-        {"extension": ".gz", "count": UNSUPPORTED_FILES},
+        {"extension": ".bin", "count": UNSUPPORTED_FILES},
         {"extension": ".eps", "count": 7},
     ]
     assert report["skipped"]["by_reason"] == counts
