@@ -164,3 +164,13 @@ def read_only_error(action: str, reason: str) -> ReadOnlyDataDir:
         "pass a writable --data-dir (or remount it read-write, or drop --read-only); "
         "rag_search, rag_list, rag_read and rag_health still work",
     )
+
+
+def require_unicode(value: str, name: str) -> None:
+    """A tool argument with a lone surrogate cannot reach SQLite or a log: refuse it in words."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidArgument(
+            f"{name} is not valid Unicode (lone surrogate)", "send UTF-8 text"
+        ) from exc

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 import rag_skipped
+from helpers.excludes import RAGIGNORE_NAME, ExcludeRules, load_excludes, own_folder_rules
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import (
     BlockKind,
@@ -74,6 +75,7 @@ from rag_sync_write import (
 __all__ = [  # the write side lives in rag_sync_write; these names stay importable from here
     "DocumentContent",
     "JobCancelled",
+    "RAGIGNORE_NAME",
     "SyncObserver",
     "extract_document",
     "plan_sync",
@@ -553,6 +555,14 @@ def build_extract_context(config: Config) -> ExtractContext:
         ocr=ocr.make_ocr_function(ocr_config) if status.available else None,
         ocr_unavailable_hint=status.hint or "install tesseract-ocr",
     )
+
+
+def sync_excludes(config: Config) -> ExcludeRules:
+    """The exclude rules a sync applies: <knowledge-dir>/.ragignore, --exclude, and the data dir
+    when it lies inside the knowledge dir (never index our own state). Their `problems` (an
+    unreadable .ragignore, invalid lines) are reported as job errors under RAGIGNORE_NAME."""
+    own = own_folder_rules(config.knowledge_dir, config.data_dir, config.db_path.parent)
+    return load_excludes(config.knowledge_dir, config.excludes + own)
 
 
 @contextmanager

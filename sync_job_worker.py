@@ -22,11 +22,10 @@ import traceback
 from dataclasses import dataclass, field
 
 import rag_jobs
-from helpers.excludes import RAGIGNORE_NAME, load_excludes, own_folder_rules
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
 from rag_errors import RagError
-from rag_sync import JobCancelled, extraction_tools, sync_files
+from rag_sync import RAGIGNORE_NAME, JobCancelled, extraction_tools, sync_excludes, sync_files
 from rag_sync_write import FileProgress
 
 HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
@@ -289,8 +288,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
-    own = own_folder_rules(config.knowledge_dir, config.data_dir, config.db_path.parent)
-    excludes = load_excludes(config.knowledge_dir, config.excludes + own)
+    excludes = sync_excludes(config)
     for problem in excludes.problems:
         reporter.on_error(RAGIGNORE_NAME, problem)
     try:

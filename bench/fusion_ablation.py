@@ -33,9 +33,10 @@ Fused = list[tuple[int, float]]
 
 def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     import rag_eval
+    import rag_semantic
     import rag_service
 
-    eval_root = Path(__file__).resolve().parent.parent.parent.parent / "shared" / "eval"
+    eval_root = Path(__file__).resolve().parents[2] / "shared" / "eval"
     eval_dir = eval_root / set_name
     args = rag_eval._parser().parse_args(
         [
@@ -52,7 +53,7 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     )
     config = rag_eval.config_from_args(args)
     golden = rag_eval.load_golden(args.golden, config.knowledge_dir)
-    rag_service.SEMANTIC_DEPTH = DEPTH_CAPTURED
+    rag_semantic.SEMANTIC_DEPTH = DEPTH_CAPTURED
     rag_search.CHANNEL_DEPTH = DEPTH_CAPTURED
     recorded: list[list[ChannelResult]] = []
     original = rag_search.fuse_channels

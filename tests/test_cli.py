@@ -11,6 +11,7 @@ from conftest import REPO
 
 import rag_jobs
 import rag_service
+import rag_storage
 from rag_config import Config
 
 
@@ -92,7 +93,7 @@ def test_the_progress_line_counts_embedded_texts_during_the_semantic_phase(confi
     from rag_service import progress_line
     from sync_job_worker import JobReporter
 
-    conn = rag_service.write_conn(config, "sync_kb")
+    conn = rag_storage.write_conn(config, "sync_kb")
     job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "")
     reporter = JobReporter(config, job_id)
     reporter.on_plan(0, 0)
