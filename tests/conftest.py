@@ -175,6 +175,20 @@ def undo_migration_4(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
 
 
+def server_args(config: Config) -> list[str]:
+    """`rag_server.py` with this config's folders, lexical only: the MCP server, or with a
+    command after it the terminal commands."""
+    return [
+        str(REPO / "rag_server.py"),
+        "--knowledge-dir",
+        str(config.knowledge_dir),
+        "--data-dir",
+        str(config.data_dir),
+        "--semantic",
+        "off",
+    ]
+
+
 def make_config(knowledge: Path, data: Path, **overrides: object) -> Config:
     base = {"semantic": False}
     base.update(overrides)

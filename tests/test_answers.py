@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_config
+from conftest import make_config, server_args
 from format_fixtures import RUSSIAN, THAI, make_docx, make_pptx, make_xlsx, write_text_pdf
 from web_fixtures import sync_now
 
@@ -243,13 +243,7 @@ def test_cli_prints_citation_and_confidence_and_honours_max_chars(tmp_path: Path
     config = _sync(tmp_path, files)
     base = [
         sys.executable,
-        str(REPO / "rag_server.py"),
-        "--knowledge-dir",
-        str(config.knowledge_dir),
-        "--data-dir",
-        str(config.data_dir),
-        "--semantic",
-        "off",
+        *server_args(config),
         "search",
         "zephyr",
     ]

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import REPO
+from conftest import REPO, server_args
 
 import rag_jobs
 import rag_service
@@ -19,13 +19,7 @@ def cli(config: Config, *args: str, timeout: float = 120) -> subprocess.Complete
     return subprocess.run(
         [
             sys.executable,
-            str(REPO / "rag_server.py"),
-            "--knowledge-dir",
-            str(config.knowledge_dir),
-            "--data-dir",
-            str(config.data_dir),
-            "--semantic",
-            "off",
+            *server_args(config),
             *args,
         ],
         capture_output=True,

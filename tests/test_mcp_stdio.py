@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import REPO, write_corpus
+from conftest import REPO, server_args, write_corpus
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp import ClientSession, StdioServerParameters
@@ -27,18 +27,6 @@ EXPECTED_TOOLS = {"rag_search", "sync_kb", "sync_status", "cancel_sync", "rag_he
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def server_args(config: Config) -> list[str]:
-    return [
-        str(REPO / "rag_server.py"),
-        "--knowledge-dir",
-        str(config.knowledge_dir),
-        "--data-dir",
-        str(config.data_dir),
-        "--semantic",
-        "off",
-    ]
 
 
 CallTool = Callable[[str, dict[str, Any]], Awaitable[tuple[bool, dict[str, Any] | str]]]

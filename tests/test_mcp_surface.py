@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO
+from conftest import REPO, server_args
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from test_mcp_stdio import fastmcp_client, sdk_client, server_args, wait_job
+from test_mcp_stdio import fastmcp_client, sdk_client, wait_job
 
 import rag_health
 import rag_server

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from conftest import REPO
+from conftest import REPO, server_args
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from web_fixtures import Http, running_console
@@ -79,13 +79,7 @@ def _cli(config: Config, *args: str) -> Any:
     done = subprocess.run(
         [
             sys.executable,
-            str(REPO / "rag_server.py"),
-            "--knowledge-dir",
-            str(config.knowledge_dir),
-            "--data-dir",
-            str(config.data_dir),
-            "--semantic",
-            "off",
+            *server_args(config),
             *args,
             "--json",
         ],
@@ -101,13 +95,7 @@ async def _mcp(config: Config, calls: list[tuple[str, dict[str, Any]]]) -> list[
     params = StdioServerParameters(
         command=sys.executable,
         args=[
-            str(REPO / "rag_server.py"),
-            "--knowledge-dir",
-            str(config.knowledge_dir),
-            "--data-dir",
-            str(config.data_dir),
-            "--semantic",
-            "off",
+            *server_args(config),
         ],
         cwd=str(REPO),
     )
