@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from conftest import write_corpus  # noqa: E402
+from conftest import server_args, write_corpus  # noqa: E402
 
 import rag_service  # noqa: E402
 from rag_config import Config  # noqa: E402
@@ -69,15 +69,7 @@ async def stdio_measurements(config: Config, queries: list[str]) -> dict[str, fl
 
     transport = StdioTransport(
         command=sys.executable,
-        args=[
-            str(REPO / "rag_server.py"),
-            "--knowledge-dir",
-            str(config.knowledge_dir),
-            "--data-dir",
-            str(config.data_dir),
-            "--semantic",
-            "off",
-        ],
+        args=server_args(config),
     )
     async with Client(transport) as client:
         latencies = []

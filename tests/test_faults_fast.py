@@ -20,6 +20,7 @@ from conftest import REPO, RecordingObserver, make_config, needs_mount, needs_se
 from stress.corpora import make_mixed_corpus
 from stress.faults import fresh_data_dir, kill_during_sync
 from stress.harness import (
+    STUCK_SANDBOX_WORKER,
     McpProcess,
     canonical_dump,
     dump_difference,
@@ -341,18 +342,6 @@ def test_sync_and_cancel_storms_from_several_processes_keep_one_worker_and_no_or
 
 
 # -- the extraction child ---------------------------------------------------------------------
-_STUCK_WORKER = """
-import sys, threading, time
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from helpers.extract.blocks import ExtractLimits
-from helpers.extract.sandbox import SandboxedExtractor
-sandbox = SandboxedExtractor(ExtractLimits(), None)
-threading.Thread(
-    target=lambda: list(sandbox.extract(Path(sys.argv[2]), lambda: None)), daemon=True
-).start()
-time.sleep(600)
-"""
 
 
 def _opening_a_fifo(pid: int) -> bool:
@@ -366,7 +355,7 @@ def _opening_a_fifo(pid: int) -> bool:
 def test_an_extraction_child_stuck_in_a_file_dies_with_its_killed_worker(tmp_path: Path):
     stuck = tmp_path / "stuck.docx"
     os.mkfifo(stuck)  # opening it blocks forever: a stand-in for a C library that never returns
-    worker = subprocess.Popen([sys.executable, "-c", _STUCK_WORKER, str(REPO), str(stuck)])
+    worker = subprocess.Popen([sys.executable, "-c", STUCK_SANDBOX_WORKER, str(REPO), str(stuck)])
     children: list[int] = []
     try:
         children = wait_until(lambda: sandbox_children(worker.pid), timeout=30)

@@ -18,7 +18,13 @@ import docx
 import pytest
 from conftest import REPO
 from format_fixtures import make_docx, write_text_pdf
-from stress.harness import is_alive, kill_hard, sandbox_children, wait_until
+from stress.harness import (
+    STUCK_SANDBOX_WORKER,
+    is_alive,
+    kill_hard,
+    sandbox_children,
+    wait_until,
+)
 
 import rag_service
 from helpers import platform_caps
@@ -92,26 +98,12 @@ def test_without_a_kernel_cap_the_parent_stops_an_allocation_storm(
         sandbox.close()
 
 
-_STUCK_WORKER = """
-import sys, threading, time
-sys.path.insert(0, sys.argv[1])
-from pathlib import Path
-from helpers.extract.blocks import ExtractLimits
-from helpers.extract.sandbox import SandboxedExtractor
-sandbox = SandboxedExtractor(ExtractLimits(), None)
-threading.Thread(
-    target=lambda: list(sandbox.extract(Path(sys.argv[2]), lambda: None)), daemon=True
-).start()
-time.sleep(600)
-"""
-
-
 def test_without_prctl_a_stuck_child_exits_when_its_worker_is_killed(
     no_linux_calls: None, tmp_path: Path
 ):
     stuck = tmp_path / "stuck.docx"
     os.mkfifo(stuck)  # opening it blocks the child's main thread forever
-    worker = subprocess.Popen([sys.executable, "-c", _STUCK_WORKER, str(REPO), str(stuck)])
+    worker = subprocess.Popen([sys.executable, "-c", STUCK_SANDBOX_WORKER, str(REPO), str(stuck)])
     children: list[int] = []
     try:
         children = wait_until(lambda: sandbox_children(worker.pid), timeout=30)

@@ -488,3 +488,19 @@ def run_worker_without_dac_override(config: Config, scope: str = "") -> JobView:
         check=False,
     )  # fmt: skip
     return rag_service.sync_status(config, job_id)
+
+
+# A worker process whose sandbox child reads a stuck file forever: argv = repo dir, file path.
+# Killing it (even with SIGKILL) must take the child with it.
+STUCK_SANDBOX_WORKER = """
+import sys, threading, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from helpers.extract.blocks import ExtractLimits
+from helpers.extract.sandbox import SandboxedExtractor
+sandbox = SandboxedExtractor(ExtractLimits(), None)
+threading.Thread(
+    target=lambda: list(sandbox.extract(Path(sys.argv[2]), lambda: None)), daemon=True
+).start()
+time.sleep(600)
+"""
