@@ -14,7 +14,7 @@ from typing import Any
 import rag_jobs
 import rag_skipped
 from helpers import platform_caps
-from helpers.excludes import RAGIGNORE_NAME, load_excludes
+from helpers.excludes import RAGIGNORE_NAME, rules_in_force
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
 from helpers.secrets import DETECTOR_VERSION
@@ -185,7 +185,9 @@ def _fill_disk_state(config: Config, report: dict[str, Any]) -> None:
 
 def _fill_excludes(config: Config, report: dict[str, Any]) -> None:
     """The exclude patterns in force (.ragignore + --exclude) and any line that was ignored."""
-    rules = load_excludes(config.knowledge_dir, config.excludes)
+    rules = rules_in_force(  # exactly what a sync applies (rag_sync.sync_excludes)
+        config.knowledge_dir, config.excludes, config.data_dir, config.db_path.parent
+    )
     report["excludes"] = {
         "ragignore": (config.knowledge_dir / RAGIGNORE_NAME).is_file(),
         "patterns": list(rules.patterns),

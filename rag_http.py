@@ -131,8 +131,15 @@ async def _refuse(send: Send, status: int, message: str, hint: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def serve(config: Config, mcp: Any, args: argparse.Namespace) -> int:
-    """Bind, print the URL and token path on stderr, serve until SIGINT/SIGTERM."""
+def serve(
+    config: Config,
+    mcp: Any,
+    args: argparse.Namespace,
+    on_listening: Callable[[], object] | None = None,
+) -> int:
+    """Bind, print the URL and token path on stderr, serve until SIGINT/SIGTERM. `on_listening`
+    runs once the socket listens (e.g. watch mode: no sync starts for a server that never
+    came up)."""
     import uvicorn
 
     host = web_guard.LOOPBACK_HOST
@@ -175,6 +182,8 @@ def serve(config: Config, mcp: Any, args: argparse.Namespace) -> int:
         sys.stderr.write(REMOTE_WARNING.format(host=host, url=url) + "\n")
     sys.stderr.write(f"RagDoc MCP over HTTP: {url}\nbearer token: {token_path}\n")
     sys.stderr.flush()
+    if on_listening is not None:
+        on_listening()
     server = uvicorn.Server(
         uvicorn.Config(guarded, log_level="warning", lifespan="on", access_log=False)
     )

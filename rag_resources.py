@@ -28,7 +28,9 @@ SERVED_AS = "text/markdown"  # what a read returns: headings per section, then t
 # resources/list answers in one message: past this many documents an agent should use rag_list
 # (paged) or rag_search; any indexed path still reads through the template.
 LIST_MAX = 1000
-LISTED_STATUSES = ("indexed", "needs_ocr", "stale")  # failed files have no text to read
+# Documents with text to read (failed and skipped files have none); needs_reindex (an older
+# chunk scheme) reads as it is until the next sync.
+LISTED_STATUSES = ("indexed", "needs_ocr", "needs_reindex")
 # Formats Python's mimetypes table does not know (or names oddly).
 MIME_OVERRIDES = {
     "md": "text/markdown",

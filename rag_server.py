@@ -243,10 +243,13 @@ def main(argv: list[str] | None = None) -> int:
         import rag_cli
 
         return rag_cli.run(config, rest)
-    if config.watch:
-        rag_service.start_watch_thread(config)  # logs to stderr; stdout stays the protocol
+    # Watch mode logs to stderr (stdout stays the protocol) and starts only for a server that is
+    # up: an HTTP server that cannot bind must not leave a sync running behind it.
+    watch = (lambda: rag_service.start_watch_thread(config)) if config.watch else None
     if rag_http.transport_of(args) == "http":
-        return rag_http.serve(config, build_server(config), args)
+        return rag_http.serve(config, build_server(config), args, on_listening=watch)
+    if watch is not None:
+        watch()
     build_server(config).run(show_banner=False)
     return 0
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Protocol
 
 import rag_skipped
-from helpers.excludes import RAGIGNORE_NAME, ExcludeRules, load_excludes, own_folder_rules
+from helpers.excludes import RAGIGNORE_NAME, ExcludeRules, rules_in_force
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import (
     BlockKind,
@@ -561,8 +561,9 @@ def sync_excludes(config: Config) -> ExcludeRules:
     """The exclude rules a sync applies: <knowledge-dir>/.ragignore, --exclude, and the data dir
     when it lies inside the knowledge dir (never index our own state). Their `problems` (an
     unreadable .ragignore, invalid lines) are reported as job errors under RAGIGNORE_NAME."""
-    own = own_folder_rules(config.knowledge_dir, config.data_dir, config.db_path.parent)
-    return load_excludes(config.knowledge_dir, config.excludes + own)
+    return rules_in_force(
+        config.knowledge_dir, config.excludes, config.data_dir, config.db_path.parent
+    )
 
 
 @contextmanager

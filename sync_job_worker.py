@@ -288,10 +288,10 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
-    excludes = sync_excludes(config)
-    for problem in excludes.problems:
-        reporter.on_error(RAGIGNORE_NAME, problem)
     try:
+        excludes = sync_excludes(config)
+        for problem in excludes.problems:
+            reporter.on_error(RAGIGNORE_NAME, problem)
         with extraction_tools(config, config.logs_dir / f"worker-{job_id}.log") as (ctx, sandbox):
             sync_files(
                 conn,

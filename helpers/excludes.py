@@ -99,3 +99,9 @@ def split_exclude_env(value: str) -> tuple[str, ...]:
     """RAGDOC_EXCLUDE: globs separated by commas or os.pathsep (':' here), blanks dropped."""
     parts = value.replace(os.pathsep, ",").split(",")
     return tuple(p.strip() for p in parts if p.strip())
+
+
+def rules_in_force(knowledge_dir: Path, globs: tuple[str, ...], *own_folders: Path) -> ExcludeRules:
+    """What a sync leaves out: <knowledge-dir>/.ragignore, the --exclude globs, and our own
+    folders (a data dir inside the knowledge dir). The sync and rag_health both ask here."""
+    return load_excludes(knowledge_dir, globs + own_folder_rules(knowledge_dir, *own_folders))

@@ -190,3 +190,13 @@ def test_the_token_survives_a_restart_and_a_wildcard_remote_address_is_refused(
     proc, refused = start_server(config, "--allow-remote", "0.0.0.0", "--port", "0")
     assert proc.returncode == 2 and isinstance(refused, str) and "wildcard" in refused
     assert json.dumps(refused)  # plain text on stderr, nothing on stdout
+
+
+def test_a_watching_http_server_that_cannot_start_leaves_no_sync_behind(
+    config: Config, knowledge: Path
+):
+    (knowledge / "guide.md").write_text("# Guide\n\nrotate the keys yearly\n", encoding="utf-8")
+    proc, refused = start_server(config, "--watch", "--allow-remote", "0.0.0.0", "--port", "0")
+    assert proc.returncode == 2 and isinstance(refused, str) and "wildcard" in refused
+    assert "sync" not in refused.lower()
+    assert not config.db_path.exists()  # the watcher never started a sync: no job, no index
