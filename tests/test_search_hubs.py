@@ -6,6 +6,7 @@ Existing indexes get their scores from migration 5."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -194,18 +195,25 @@ def test_the_prior_is_bounded_and_keeps_order_among_equals() -> None:
     assert [cid for cid, _, _ in alone] == [7]
 
 
-def test_migration_5_backfills_the_scores_of_an_existing_index(
-    hub_config: Config, tmp_path: Path
-) -> None:
+def _schema_4_copy(config: Config, tmp_path: Path) -> Path:
+    """A copy of the synced index as schema 4 left it (no sections.hub)."""
     db = tmp_path / "index.sqlite3"
-    source = sqlite3.connect(hub_config.db_path)
+    source = sqlite3.connect(config.db_path)
     target = sqlite3.connect(db)
     source.backup(target)
     source.close()
-    expected = {row[0]: row[1] for row in target.execute("SELECT id, hub FROM sections")}
-    undo_migration_5(target)  # the file as schema 4 left it
+    undo_migration_5(target)
     target.commit()
     target.close()
+    return db
+
+
+def test_migration_5_backfills_the_scores_of_an_existing_index(
+    hub_config: Config, tmp_path: Path
+) -> None:
+    with closing(sqlite3.connect(hub_config.db_path)) as source:
+        expected = dict(source.execute("SELECT id, hub FROM sections"))
+    db = _schema_4_copy(hub_config, tmp_path)
     conn = rag_db.open_index(db)
     assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
     got = {row[0]: row[1] for row in conn.execute("SELECT id, hub FROM sections")}
@@ -218,14 +226,7 @@ def test_migration_5_backfills_the_scores_of_an_existing_index(
 def test_a_schema_4_index_read_only_searches_without_the_prior(
     hub_config: Config, tmp_path: Path
 ) -> None:
-    db = tmp_path / "index.sqlite3"
-    source = sqlite3.connect(hub_config.db_path)
-    target = sqlite3.connect(db)
-    source.backup(target)
-    source.close()
-    undo_migration_5(target)
-    target.commit()
-    target.close()
+    db = _schema_4_copy(hub_config, tmp_path)
     conn = rag_db.connect(db, readonly=True)
     hits = rag_search.search(conn, "printer queue", rag_search.SearchOptions()).hits
     conn.close()
