@@ -7,8 +7,15 @@ DIR/<set> is a synced data dir per set (as for bench_answer_size.py). In-domain:
 queries on its own documents; per band, the share of queries and precision@1 (the top hit, or a
 copy of it that the MCP response lists in its other_paths, is the relevant document). Cross:
 each set's queries against another set's documents (CROSS_PAIRS; nothing there answers them):
-the share that comes back `low`. `--dump` writes every query's Evidence for offline study of
-the thresholds (aggregate only: never tune to one query).
+the share that comes back `low`, and the share that comes back `high` (the worst error).
+
+Then the calibration, from the same responses (no second search): per set the ceiling (the
+precision@1 of the best 30 % of its queries by each single signal: what any threshold on it could
+reach), a grid over the `high` rule (margin x semantic agreement), and a leave-one-set-out check
+(the grid point chosen on all other sets, scored on the left-out one), so a threshold is never
+fitted to one set. After a ranking change, re-run and move MARGIN_HIGH / AGREE_FOR_HIGH only
+when the leave-one-set-out rows say so. `--dump` writes every query's Evidence for offline study
+(aggregate only: never tune to one query).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import dataclasses
 import json
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +51,27 @@ CROSS_PAIRS = (
 HIGH_PRECISION_MIN = 0.85
 HIGH_SHARE_MIN = 0.30
 CROSS_LOW_MIN = 0.80
+# the calibration grid of the `high` rule (rag_confidence.band's keyword arguments)
+MARGIN_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
+AGREE_GRID = (False, True)
+# single signals whose best 30 % per set give the ceiling of a threshold on that signal
+SIGNALS = {
+    "margin": lambda ev: ev.margin,
+    "cosine": lambda ev: ev.cosine or 0.0,
+    "cosine_gap": lambda ev: ev.cosine_gap,
+    "coverage": lambda ev: ev.coverage + 1e-3 * ev.margin,  # ties (many 1.0) by margin
+    "agreement+margin": lambda ev: float(ev.semantic and ev.lexical) + ev.margin,
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    queries_of: str
+    docs_of: str
+    in_domain: bool
+    evidence: rag_confidence.Evidence
+    band: str
+    correct: bool
 
 
 def _top_paths(result: Any) -> set[str]:
@@ -60,20 +89,88 @@ def _top_paths(result: Any) -> set[str]:
 
 def run(
     queries_of: str, docs_of: str, index_root: Path, mode: str, dump: Any, in_domain: bool
-) -> list[tuple[str, bool]]:
+) -> list[Row]:
     config = _config(docs_of, index_root)
     golden = json.loads((EVAL_DIR / queries_of / "golden.json").read_text(encoding="utf-8"))
-    out: list[tuple[str, bool]] = []
+    out: list[Row] = []
     for item in golden["queries"]:
         result = rag_service.search(config, item["query"], mode=mode)
         ev = rag_confidence.evidence(result)
         correct = bool(result.hits) and _top_paths(result) & set(item["relevant"]) != set()
         correct = correct and in_domain
-        out.append((result.confidence, correct))
+        out.append(Row(queries_of, docs_of, in_domain, ev, result.confidence, correct))
         if dump is not None:
             row = {"q": queries_of, "d": docs_of, "ok": correct, **dataclasses.asdict(ev)}
             dump.write(json.dumps(row) + "\n")
     return out
+
+
+def band_report(rows: list[Row], bands: list[str]) -> dict[str, Any]:
+    report: dict[str, Any] = {}
+    for level in ("high", "medium", "low"):
+        picked = [r.correct for r, b in zip(rows, bands, strict=True) if b == level]
+        report[level] = {
+            "share": round(len(picked) / len(rows), 3),
+            "p_at_1": round(sum(picked) / len(picked), 3) if picked else None,
+        }
+    return report
+
+
+def high_met(report: dict[str, Any]) -> bool:
+    high = report["high"]
+    return high["share"] >= HIGH_SHARE_MIN and (high["p_at_1"] or 0) >= HIGH_PRECISION_MIN
+
+
+def ceiling(rows: list[Row]) -> dict[str, float]:
+    """Precision@1 of the best 30 % of queries by each signal (the most any threshold on it
+    could give at the share the target asks for)."""
+    take = max(1, round(HIGH_SHARE_MIN * len(rows)))
+    out = {}
+    for name, signal in SIGNALS.items():
+        best = sorted(rows, key=lambda r: -signal(r.evidence))[:take]
+        out[name] = round(sum(r.correct for r in best) / take, 3)
+    return out
+
+
+def grid_point(
+    sets: dict[str, list[Row]], cross: list[Row], margin: float, agree: bool
+) -> dict[str, Any]:
+    per_set = {}
+    for name, rows in sets.items():
+        bands = [rag_confidence.band(r.evidence, margin, agree) for r in rows]
+        per_set[name] = band_report(rows, bands)["high"] | {"met": None}
+        per_set[name]["met"] = high_met({"high": per_set[name]})
+    cross_bands = [rag_confidence.band(r.evidence, margin, agree) for r in cross]
+    return {
+        "margin_high": margin,
+        "agree_for_high": agree,
+        "sets_met": sum(v["met"] for v in per_set.values()),
+        "min_p_at_1": min((v["p_at_1"] or 0.0) for v in per_set.values()),
+        "cross_high": round(cross_bands.count("high") / len(cross), 3) if cross else None,
+        "cross_low": round(cross_bands.count("low") / len(cross), 3) if cross else None,
+        "sets": per_set,
+    }
+
+
+def _objective(point: dict[str, Any]) -> tuple[int, float, float]:
+    """Most sets meeting the high target, then the fewest queries against another set's
+    documents called high (the worst error: a confident answer where none exists), then the
+    best worst-set precision of high."""
+    return (point["sets_met"], -(point["cross_high"] or 0.0), point["min_p_at_1"])
+
+
+def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
+    for name, rows in sets.items():
+        print(json.dumps({"ceiling_top30": name, "mode": mode, **ceiling(rows)}), flush=True)
+    grid = [(m, a) for m in MARGIN_GRID for a in AGREE_GRID]
+    for margin, agree in grid:
+        print(json.dumps({"grid": mode, **grid_point(sets, cross, margin, agree)}), flush=True)
+    for held in sets:
+        train = {k: v for k, v in sets.items() if k != held}
+        margin, agree = max(grid, key=lambda p: _objective(grid_point(train, cross, *p)))
+        test = grid_point({held: sets[held]}, [], margin, agree)["sets"][held]
+        chosen = {"margin_high": margin, "agree_for_high": agree}
+        print(json.dumps({"leave_out": held, "mode": mode, "chosen": chosen, **test}), flush=True)
 
 
 def main() -> int:
@@ -82,42 +179,45 @@ def main() -> int:
     parser.add_argument("--mode", default="hybrid")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--dump", type=Path)
+    parser.add_argument("--no-calibration", action="store_true")
     args = parser.parse_args()
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     failed = False
     wanted = args.sets.split(",")
+    in_domain: dict[str, list[Row]] = {}
     for name in wanted:
         docs = "udhr-th2th" if name == "udhr-en2th" else name
         rows = run(name, docs, args.index_root, args.mode, dump, True)
+        in_domain[name] = rows
         report: dict[str, Any] = {"set": name, "mode": args.mode, "queries": len(rows)}
-        for level in ("high", "medium", "low"):
-            picked = [ok for b, ok in rows if b == level]
-            report[level] = {
-                "share": round(len(picked) / len(rows), 3),
-                "p_at_1": round(sum(picked) / len(picked), 3) if picked else None,
-            }
-        high = report["high"]
-        ok = high["share"] >= HIGH_SHARE_MIN and (high["p_at_1"] or 0) >= HIGH_PRECISION_MIN
-        report["high_target_met"] = ok
-        failed |= not ok
+        report["p_at_1"] = round(sum(r.correct for r in rows) / len(rows), 3)
+        report |= band_report(rows, [r.band for r in rows])
+        report["high_target_met"] = high_met(report)
+        failed |= not report["high_target_met"]
         print(json.dumps(report), flush=True)
+    cross: list[Row] = []
     for queries_of, docs_of in CROSS_PAIRS:
         if queries_of not in wanted:
             continue
         rows = run(queries_of, docs_of, args.index_root, args.mode, dump, False)
-        low = sum(b == "low" for b, _ in rows) / len(rows)
+        cross += rows
+        bands = Counter(r.band for r in rows)
+        low = bands["low"] / len(rows)
         report = {
             "cross": f"{queries_of} -> {docs_of}",
             "mode": args.mode,
             "queries": len(rows),
             "low": round(low, 3),
-            "bands": dict(Counter(b for b, _ in rows)),
+            "high": round(bands["high"] / len(rows), 3),
+            "bands": dict(bands),
             "target_met": low >= CROSS_LOW_MIN,
         }
         failed |= low < CROSS_LOW_MIN
         print(json.dumps(report), flush=True)
     if dump is not None:
         dump.close()
+    if not args.no_calibration:
+        calibrate(in_domain, cross, args.mode)
     return 1 if failed else 0
 
 
