@@ -47,6 +47,12 @@ MARGIN_HIGH = 0.25
 # queries at MARGIN_HIGH; in-domain `high` shares drop by 0-0.04, its precision@1 rises on
 # pyfaq-en 0.889 -> 0.904 and falls by one query on debfaq-en-mixed). Leave-one-set-out keeps it.
 AGREE_FOR_HIGH = True
+# A hub (contents page, index, list of questions: helpers.text.hubs) mentions every topic and
+# answers none, so it is never a `high` answer once it is more list than prose (hub score 0.5 =
+# 55 % of its text in list entries). When the hub prior still leaves one on top, it was wrong
+# in 6 of 6 cases on the public sets (all on the debfaq sets; no other set nor cross pair has a
+# hub on top): precision@1 of high on debfaq-en 0.683 -> 0.700, debfaq-en-mixed 0.639 -> 0.676.
+HUB_MAX_HIGH = 0.5
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class Evidence:
     cosine: float | None  # the top hit's cosine, None when semantic did not run
     margin: float  # (top score - runner-up) / top score; 1.0 for a single hit (or copies)
     cosine_gap: float  # top hit's cosine minus the median cosine of the other hits (0: none)
+    hub: float = 0.0  # the top section's hub score (sections.hub: 0 prose, 1 a contents page)
 
 
 def evidence(result: SearchResult) -> Evidence:
@@ -87,6 +94,7 @@ def evidence(result: SearchResult) -> Evidence:
         cosine=cosine,
         margin=margin,
         cosine_gap=gap,
+        hub=top.hub,
     )
 
 
@@ -105,17 +113,20 @@ def coverage(raw_query: str, text: str) -> float:
 
 
 def band(
-    ev: Evidence, margin_high: float = MARGIN_HIGH, agree_for_high: bool = AGREE_FOR_HIGH
+    ev: Evidence,
+    margin_high: float = MARGIN_HIGH,
+    agree_for_high: bool = AGREE_FOR_HIGH,
+    hub_max_high: float = HUB_MAX_HIGH,
 ) -> str:
     """low when neither side really matched, high for a clear winner that the semantic side
-    agrees with (when it ran), else medium. The keyword arguments are for calibration
-    (bench/bench_confidence.py); search uses the constants."""
+    agrees with (when it ran) and that is not a hub, else medium. The keyword arguments are for
+    calibration (bench/bench_confidence.py); search uses the constants."""
     if ev.hits == 0:
         return "low"
     semantic_weak = ev.cosine is None or ev.cosine < COSINE_MIN or ev.cosine_gap < COSINE_GAP_MIN
     if ev.coverage < COVERAGE_MIN and semantic_weak:
         return "low"
-    if ev.margin < margin_high:
+    if ev.margin < margin_high or ev.hub > hub_max_high:
         return "medium"
     semantic_ran = ev.cosine is not None
     if agree_for_high and semantic_ran and not ev.semantic:

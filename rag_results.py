@@ -278,6 +278,7 @@ class Hit:
     ocr: bool = False
     stale: bool = False  # the file changed since it was indexed: re-sync before trusting
     other_paths: tuple[str, ...] = ()  # copies of this document (same text) under other paths
+    hub: float = 0.0  # sections.hub of its section, for rag_confidence (not serialised)
 
     @property
     def citation(self) -> str:

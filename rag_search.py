@@ -23,7 +23,7 @@ import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from helpers.extract.blocks import Location
@@ -423,4 +423,6 @@ def _materialise(
                 stale=stale,
             )
         )
+    hubs = chunk_hubs(conn, [h.chunk_id for h in hits])  # for rag_confidence: a hub answers none
+    hits = [replace(h, hub=hubs[h.chunk_id]) if h.chunk_id in hubs else h for h in hits]
     return hits, sections
