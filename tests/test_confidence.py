@@ -1,0 +1,138 @@
+"""rag_confidence on a real synced index with the real model: a clear answer both sides agree on
+is `high`, a hub on top never is (search carries each hit's hub score), a winner the semantic
+side does not back is `medium`, a question nothing answers is `low` in every mode."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from conftest import SHARED, make_config
+
+import rag_confidence
+import rag_service
+from rag_config import Config
+
+MODEL = SHARED / "models" / "multilingual-e5-small-int8"
+
+ANSWERS = {
+    "scanner.md": "The scanner driver comes with the SANE backends. Install the driver package, "
+    "add your account to the scanner group and log in again. When the scanner is still not "
+    "found, try another USB port; the driver itself rarely needs any settings.",
+    "printer.md": "Print jobs wait in the printer queue that CUPS keeps for each printer. "
+    "Configure the queue in the CUPS web page on port 631: pick the model, set the paper size "
+    "and print a test page. A stuck queue is cleared with cancel -a.",
+    "quokka.md": "The quokka is a small wallaby that lives on Rottnest Island near Perth. "
+    "Visitors photograph the quokka because it seems to smile.",
+}
+# A list of questions (a FAQ's contents page): the only place that names the projector lamp.
+QUESTIONS = [
+    "Replacing the projector lamp",
+    "Ordering office supplies",
+    "Booking a meeting room",
+    "Joining the wireless network",
+    "Installing the scanner driver",
+    "Configuring the printer queue",
+    "Nightly backups with rsync",
+    "Setting up the mail relay",
+]
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
+    assert MODEL.is_dir(), f"the real test model is missing: {MODEL}"
+    root = tmp_path_factory.mktemp("confidence")
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in ANSWERS.items():
+        (docs / name).write_text(f"{text}\n", "utf-8")
+    questions = " ".join(f"How do I handle {q.lower()}?" for q in QUESTIONS)
+    (docs / "faq.md").write_text(f"Office FAQ {questions}\n", "utf-8")
+    config = make_config(docs, root / "state", semantic=True, semantic_model_dir=MODEL)
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=300)
+    assert view.state == "succeeded", view.to_dict()
+    return config
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_a_clear_answer_is_high(config: Config, mode: str) -> None:
+    result = rag_service.search(config, "how do I install the scanner driver", mode=mode)
+    ev = rag_confidence.evidence(result)
+    assert result.hits[0].path == "scanner.md" and result.hits[0].hub == 0.0
+    assert ev.margin >= rag_confidence.MARGIN_HIGH
+    assert result.confidence == "high"
+    assert (ev.cosine is not None) == (mode == "hybrid")
+    if mode == "hybrid":
+        assert ev.semantic  # the semantic side has the same section near its top
+
+
+def test_a_winner_the_semantic_side_does_not_back_is_medium(config: Config) -> None:
+    ev = rag_confidence.evidence(
+        rag_service.search(config, "how do I install the scanner driver", mode="hybrid")
+    )
+    assert rag_confidence.band(ev) == "high"
+    assert rag_confidence.band(replace(ev, semantic=False)) == "medium"
+    # without the agreement rule the same evidence would be high: the rule is what decides
+    assert rag_confidence.band(replace(ev, semantic=False), agree_for_high=False) == "high"
+    # lexical mode has no semantic side to ask: the margin alone decides
+    assert rag_confidence.band(replace(ev, semantic=False, cosine=None)) == "high"
+    below = rag_confidence.MARGIN_HIGH - 0.01
+    assert rag_confidence.band(replace(ev, margin=below)) == "medium"
+
+
+def test_a_hub_on_top_is_never_high(config: Config) -> None:
+    """Only the question list names the projector lamp: it is the single lexical hit (margin
+    1.0), a clear winner by score, but a hub answers nothing."""
+    result = rag_service.search(config, "projector lamp", mode="lexical")
+    ev = rag_confidence.evidence(result)
+    assert [h.path for h in result.hits] == ["faq.md"]
+    assert result.hits[0].hub > rag_confidence.HUB_MAX_HIGH and ev.hub == result.hits[0].hub
+    assert ev.margin == 1.0 and ev.coverage == 1.0
+    assert result.confidence == "medium"
+    assert rag_confidence.band(replace(ev, hub=0.0)) == "high"  # the hub score decides
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+@pytest.mark.parametrize("query", ["volcano eruption seismology", "извержение вулкана"])
+def test_a_question_nothing_answers_is_low(config: Config, mode: str, query: str) -> None:
+    assert rag_service.search(config, query, mode=mode).confidence == "low"
+
+
+def test_the_hub_score_is_not_part_of_any_response_shape(config: Config) -> None:
+    result = rag_service.search(config, "projector lamp", mode="lexical", detail="full")
+    assert result.hits[0].hub > 0
+    assert "hub" not in result.to_dict()["hits"][0]
+
+
+def test_an_empty_result_is_low() -> None:
+    ev = rag_confidence.Evidence(0, 0.0, False, False, None, 0.0, 0.0)
+    assert rag_confidence.band(ev) == "low"
+
+
+def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> None:
+    """bench_confidence's grid and leave-one-out see the same bands as search."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import bench_confidence as bench
+
+    rows = []
+    for query, path in (
+        ("how do I install the scanner driver", "scanner.md"),
+        ("configure the printer queue", "printer.md"),
+        ("projector lamp", None),
+    ):
+        result = rag_service.search(config, query, mode="hybrid")
+        ev = rag_confidence.evidence(result)
+        rows.append(bench.Row("s", "s", True, ev, result.confidence, result.hits[0].path == path))
+    point = bench.grid_point(
+        {"s": rows},
+        [],
+        rag_confidence.MARGIN_HIGH,
+        rag_confidence.AGREE_FOR_HIGH,
+        rag_confidence.HUB_MAX_HIGH,
+    )
+    report = bench.band_report(rows, [r.band for r in rows])
+    assert point["sets"]["s"]["share"] == report["high"]["share"]
+    assert point["sets"]["s"]["p_at_1"] == report["high"]["p_at_1"]
