@@ -55,6 +55,7 @@ CROSS_LOW_MIN = 0.80
 MARGIN_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 AGREE_GRID = (False, True)
 HUB_GRID = (0.5, 1.0)  # 1.0: hubs not excluded from high
+STRONG_GRID = (0.86, 0.88, 0.90, 0.92, 1.0)  # COSINE_STRONG for `low`; 1.0: off
 # leave-one-out folds by corpus: the two debfaq sets (same text, other formats) and the two
 # udhr sets (same documents) are left out together, so a fold never trains on its own twin
 FOLDS = (("debfaq-en", "debfaq-en-mixed"), ("pyfaq-en",), ("manru",), ("udhr-th2th", "udhr-en2th"))
@@ -164,7 +165,41 @@ def _objective(point: dict[str, Any]) -> tuple[int, float, float]:
     return (point["sets_met"], -(point["cross_high"] or 0.0), point["min_p_at_1"])
 
 
+def low_grid(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
+    """`low` against COSINE_STRONG: every cross pair's low share, and per set the share of
+    correct answers called low (what a strong cosine rescues) and the precision@1 of low."""
+    pairs = sorted({(r.queries_of, r.docs_of) for r in cross})
+    for strong in STRONG_GRID:
+        report: dict[str, Any] = {"low_grid": mode, "cosine_strong": strong, "cross_low": {}}
+        for q, d in pairs:
+            rows = [r for r in cross if (r.queries_of, r.docs_of) == (q, d)]
+            low = sum(rag_confidence.band(r.evidence, cosine_strong=strong) == "low" for r in rows)
+            report["cross_low"][f"{q} -> {d}"] = round(low / len(rows), 3)
+        report["correct_called_low"] = {}
+        for name, rows in sets.items():
+            bands = [rag_confidence.band(r.evidence, cosine_strong=strong) for r in rows]
+            correct = [b for r, b in zip(rows, bands, strict=True) if r.correct]
+            share = correct.count("low") / len(correct) if correct else 0.0
+            low = band_report(rows, bands)["low"]
+            report["correct_called_low"][name] = round(share, 3)
+            report.setdefault("low", {})[name] = low
+        print(json.dumps(report), flush=True)
+
+
+def _cosine_spread(rows: list[Row]) -> dict[str, Any]:
+    """Top-hit cosines of queries that nothing answers: how close they come to COSINE_STRONG."""
+    cosines = sorted(r.evidence.cosine for r in rows if r.evidence.cosine is not None)
+    if not cosines:
+        return {}
+    at = lambda q: round(cosines[min(len(cosines) - 1, int(q * len(cosines)))], 3)  # noqa: E731
+    strong = sum(c >= rag_confidence.COSINE_STRONG for c in cosines) / len(rows)
+    return {"top_cosine": {"p50": at(0.5), "p99": at(0.99), "max": cosines[-1]}} | {
+        "at_least_cosine_strong": round(strong, 3)
+    }
+
+
 def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
+    low_grid(sets, cross, mode)
     for name, rows in sets.items():
         print(json.dumps({"ceiling_top30": name, "mode": mode, **ceiling(rows)}), flush=True)
     grid = [(m, a, h) for m in MARGIN_GRID for a in AGREE_GRID for h in HUB_GRID]
@@ -221,6 +256,7 @@ def main() -> int:
             "high": round(bands["high"] / len(rows), 3),
             "bands": dict(bands),
             "target_met": low >= CROSS_LOW_MIN,
+            **_cosine_spread(rows),
         }
         failed |= low < CROSS_LOW_MIN
         print(json.dumps(report), flush=True)

@@ -136,3 +136,15 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
     report = bench.band_report(rows, [r.band for r in rows])
     assert point["sets"]["s"]["share"] == report["high"]["share"]
     assert point["sets"]["s"]["p_at_1"] == report["high"]["p_at_1"]
+
+
+def test_a_strong_cosine_is_evidence_without_a_gap(config: Config) -> None:
+    """On similar documents every hit has a high cosine, so the gap to the others is ~0 even
+    for the right answer: a top cosine of COSINE_STRONG keeps it out of `low`."""
+    ev = rag_confidence.evidence(
+        rag_service.search(config, "volcano eruption seismology", mode="hybrid")
+    )
+    assert ev.coverage < rag_confidence.COVERAGE_MIN and rag_confidence.band(ev) == "low"
+    flat = replace(ev, cosine_gap=0.0)
+    assert rag_confidence.band(replace(flat, cosine=rag_confidence.COSINE_STRONG)) != "low"
+    assert rag_confidence.band(replace(flat, cosine=rag_confidence.COSINE_STRONG - 0.01)) == "low"
