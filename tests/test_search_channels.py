@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import make_config
 
+import rag_db
 import rag_search
 import rag_service
 from rag_config import Config
@@ -316,3 +317,47 @@ def test_hybrid_leans_on_the_side_whose_top_section_stands_out():
     low, high = rag_search.HYBRID_SHARE_BOUNDS
     assert low <= rag_search.hybrid_share([1.0], [1.0, 0.0]) <= high  # bounded either way
     assert rag_search.hybrid_share([1.0, 0.0], [1.0, 1.0]) <= high
+
+
+def _lexical_ranking(config: Config, query: str) -> list[tuple[str, float]]:
+    result = rag_service.search(config, query, top_k=10, mode="lexical")
+    return [(hit.path, round(hit.score, 9)) for hit in result.hits]
+
+
+def test_a_resynced_index_ranks_exactly_like_a_fresh_one(tmp_path: Path) -> None:
+    """N of the common-word rule is counted, not MAX(id): after every file was rewritten the
+    ids of the deleted chunks are gone for good, and MAX(id) had doubled N, so a word in 3 of
+    10 chunks stopped counting as common and the ranking moved."""
+
+    def write(root: Path, version: str) -> None:
+        for i in range(10):
+            words = "invoice payment overdue" if i < 3 else "payment schedule"
+            if i == 3:
+                words = "payment reminder"
+            (root / f"note-{i}.md").write_text(
+                f"# Note {i} {version}\n\nThe {words} of account {i} was checked.\n",
+                encoding="utf-8",
+            )
+
+    resynced_docs = tmp_path / "resynced"
+    resynced_docs.mkdir()
+    resynced = make_config(resynced_docs, tmp_path / "state-resynced")
+    write(resynced_docs, "draft")
+    _sync(resynced)
+    write(resynced_docs, "final")
+    _sync(resynced)
+    fresh_docs = tmp_path / "fresh"
+    fresh_docs.mkdir()
+    fresh = make_config(fresh_docs, tmp_path / "state-fresh")
+    write(fresh_docs, "final")
+    _sync(fresh)
+    conn = rag_db.connect(resynced.db_path, readonly=True)
+    try:
+        ctx = rag_search.SearchContext(conn, rag_search.Query.parse("x"), rag_search.Filters())
+        rows = conn.execute("SELECT COUNT(*), MAX(id) FROM chunks").fetchone()
+        assert rows[1] > rows[0]  # the resync did delete and re-add rows
+        assert ctx.chunk_count() == rows[0]
+    finally:
+        conn.close()
+    for query in ("invoice payment", "overdue payment reminder", "payment"):
+        assert _lexical_ranking(resynced, query) == _lexical_ranking(fresh, query)
