@@ -96,6 +96,12 @@ CHANNEL_WEIGHTS: dict[str, float] = {
 HYBRID_LEXICAL_BASE = 0.5
 HYBRID_MARGIN_GAIN = 0.5
 HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
+# Hybrid, semantic side: a section scores its best child's normalised cosine plus this share of
+# its next SEMANTIC_CHILD_COUNT children's (_semantic_sections). From the ablation in
+# bench/RESULTS.md: 0.03-0.07 over the next two lift pyfaq-en, manru and udhr-en2th and cost no
+# set; on the lexical side, or at 0.1 and more, it costs the FAQ sets and udhr-en2th.
+SEMANTIC_CHILD_SHARE = 0.05
+SEMANTIC_CHILD_COUNT = 2
 
 # Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
 # helpers.text.hubs) in every mode: the fused RRF score in lexical and semantic mode, each side's
@@ -224,18 +230,16 @@ def hybrid_fuse(
         lexical_best[section] = value
         chosen[section] = cid
         ranks[section] = dict(channel_ranks)
-    cosine_best: dict[int, float] = {}
+    cosines: dict[int, list[float]] = {}  # section -> its candidate children's cosines, best first
     for rank, (cid, cosine) in enumerate(semantic.ranked, start=1):
         section = sections.get(cid)
-        if section is None or section in cosine_best:
-            continue  # ranked best first: the section's best chunk came earlier
-        cosine_best[section] = cosine
-        chosen.setdefault(section, cid)
-        ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
-    if cosine_best:
-        high, low = max(cosine_best.values()), min(cosine_best.values())
-        spread = (high - low) or 1.0
-        cosine_best = {sec: (c - low) / spread for sec, c in cosine_best.items()}
+        if section is None:
+            continue
+        if section not in cosines:  # ranked best first: the section's best chunk comes first
+            chosen.setdefault(section, cid)
+            ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
+        cosines.setdefault(section, []).append(cosine)
+    cosine_best = _semantic_sections(cosines)
     if hubs_of is not None:
         hubs = hubs_of(list(chosen.values()))
         section_hub = {sec: hubs.get(cid, 0.0) for sec, cid in chosen.items()}
@@ -249,6 +253,24 @@ def hybrid_fuse(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
     )
+
+
+def _semantic_sections(cosines: dict[int, list[float]]) -> dict[int, float]:
+    """Per section: its best child's min-max normalised cosine plus SEMANTIC_CHILD_SHARE x its
+    next SEMANTIC_CHILD_COUNT children's, scaled back to a best of 1. A passage whose several
+    windows all match the query beats one whose single window happens to (a short generic
+    article next to the long one that answers, udhr-en2th)."""
+    if not cosines:
+        return {}
+    best = [values[0] for values in cosines.values()]
+    high, low = max(best), min(best)
+    spread = (high - low) or 1.0
+    scores = {}
+    for sec, values in cosines.items():
+        normed = [max(c - low, 0.0) / spread for c in values[: 1 + SEMANTIC_CHILD_COUNT]]
+        scores[sec] = normed[0] + SEMANTIC_CHILD_SHARE * sum(normed[1:])
+    top = max(scores.values()) or 1.0
+    return {sec: value / top for sec, value in scores.items()}
 
 
 def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int, float]:

@@ -110,6 +110,9 @@ def fuse(
     child_agg: float = 0.0,
     doc_agg: float = 0.0,
     fixed_share: float | None = None,
+    lex_child_agg: float | None = None,
+    sem_child_agg: float | None = None,
+    child_n: int = rag_search.SEMANTIC_CHILD_COUNT,
 ) -> list[str]:
     """Documents in rank order for one query under one variant."""
     chunk_section = data["chunk_section"]
@@ -125,8 +128,18 @@ def fuse(
         by_section = _best_per_section(fused, chunk_section)
     else:
         hubs = data["hubs"] if hub > 0 else {}
+        lex_agg = child_agg if lex_child_agg is None else lex_child_agg
+        sem_agg = child_agg if sem_child_agg is None else sem_child_agg
         by_section = _hybrid(
-            lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hubs, hub
+            lexical,
+            sem,
+            chunk_section,
+            base,
+            gain,
+            (lex_agg, sem_agg, child_n),
+            fixed_share,
+            hubs,
+            hub,
         )
     if hub > 0 and mode != "hybrid":
         hubs = data["hubs"]
@@ -162,9 +175,9 @@ def _best_per_section(fused: Fused, chunk_section: dict[int, int]) -> dict[int, 
     return out
 
 
-def _agg(values: list[float], child_agg: float) -> float:
+def _agg(values: list[float], child_agg: float, child_n: int = 2) -> float:
     values = sorted(values, reverse=True)
-    return values[0] + child_agg * sum(values[1:3])
+    return values[0] + child_agg * sum(values[1 : 1 + child_n])
 
 
 def _lowered(scores: dict[int, float], hubs: dict[int, float], hub: float) -> dict[int, float]:
@@ -174,6 +187,7 @@ def _lowered(scores: dict[int, float], hubs: dict[int, float], hub: float) -> di
 
 
 def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hubs, hub):  # type: ignore[no-untyped-def]
+    lex_agg, sem_agg, child_n = child_agg
     evidence = rag_search.lexical_evidence(lexical)
     lex: dict[int, list[float]] = {}
     for cid, value in evidence.items():
@@ -185,17 +199,17 @@ def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hub
         sec = chunk_section.get(cid)
         if sec is not None:
             cos.setdefault(sec, []).append(value)
-    lexical_best = {s: _agg(v, child_agg) for s, v in lex.items()}
-    if lexical_best and child_agg:
+    lexical_best = {s: _agg(v, lex_agg, child_n) for s, v in lex.items()}
+    if lexical_best and lex_agg:
         top = max(lexical_best.values())
         lexical_best = {s: v / top for s, v in lexical_best.items()}
     cosine_best = {s: max(v) for s, v in cos.items()}
     if cosine_best:
         high, low = max(cosine_best.values()), min(cosine_best.values())
         spread = (high - low) or 1.0
-        norm = {s: [(c - low) / spread for c in v] for s, v in cos.items()}
-        cosine_best = {s: _agg(v, child_agg) for s, v in norm.items()}
-        if child_agg:
+        norm = {s: [max(c - low, 0.0) / spread for c in v] for s, v in cos.items()}
+        cosine_best = {s: _agg(v, sem_agg, child_n) for s, v in norm.items()}
+        if sem_agg:
             top = max(cosine_best.values()) or 1.0
             cosine_best = {s: v / top for s, v in cosine_best.items()}
     if hubs:

@@ -319,6 +319,25 @@ def test_hybrid_leans_on_the_side_whose_top_section_stands_out():
     assert rag_search.hybrid_share([1.0, 0.0], [1.0, 1.0]) <= high
 
 
+def test_hybrid_semantic_side_counts_a_sections_further_matching_children_a_little():
+    # Section 1: one child, the best cosine by a hair. Section 2: three children that all
+    # match (a long article whose every window is on topic). No lexical evidence.
+    sections = {11: 1, 21: 2, 22: 2, 23: 2, 31: 3, 41: 4}
+    semantic = [(11, 0.860), (21, 0.859), (22, 0.850), (23, 0.848), (31, 0.80), (41, 0.70)]
+    fused = _hybrid([("words", [])], semantic, sections)
+    assert [cid for cid, _, _ in fused] == [21, 11, 31, 41]
+    assert fused[0][2]["semantic"].rank == 2  # shown by its best child, at that child's rank
+    # ...but only a little: a clear single best still wins over many weak windows.
+    clear = [(11, 0.90), (21, 0.85), (22, 0.85), (23, 0.85), (31, 0.80), (41, 0.70)]
+    assert [cid for cid, _, _ in _hybrid([("words", [])], clear, sections)][:2] == [11, 21]
+    # The count is bounded: children past SEMANTIC_CHILD_COUNT add nothing.
+    many = {**sections, 24: 2, 25: 2}
+    more = [*semantic[:4], (24, 0.847), (25, 0.846), *semantic[4:]]
+    assert rag_search.SEMANTIC_CHILD_COUNT == 2
+    with_more = [(c, round(v, 12)) for c, v, _ in _hybrid([("words", [])], more, many)]
+    assert with_more == [(c, round(v, 12)) for c, v, _ in fused]
+
+
 def _lexical_ranking(config: Config, query: str) -> list[tuple[str, float]]:
     result = rag_service.search(config, query, top_k=10, mode="lexical")
     return [(hit.path, round(hit.score, 9)) for hit in result.hits]
