@@ -338,6 +338,51 @@ def test_hybrid_semantic_side_counts_a_sections_further_matching_children_a_litt
     assert with_more == [(c, round(v, 12)) for c, v, _ in fused]
 
 
+def test_hybrid_gives_a_hubs_further_children_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Section 2 is a contents page: its many matching windows are its listing, not evidence.
+    sections = {11: 1, 21: 2, 22: 2, 23: 2, 31: 3, 41: 4}
+    semantic = [(21, 0.861), (11, 0.860), (22, 0.859), (23, 0.858), (31, 0.80), (41, 0.70)]
+
+    def fused(hub: float) -> list[tuple[int, float]]:
+        result = rag_search.hybrid_fuse(
+            [rag_search.ChannelResult("words", [])],
+            rag_search.ChannelResult("semantic", semantic),
+            lambda ids: {cid: sections[cid] for cid in ids if cid in sections},
+            lambda ids: {cid: hub for cid in ids if sections.get(cid) == 2},
+        )
+        return [(cid, round(score, 12)) for cid, score, _ in result]
+
+    with_share = {hub: fused(hub) for hub in (0.0, 1.0)}
+    monkeypatch.setattr(rag_search, "SEMANTIC_CHILD_SHARE", 0.0)
+    without_share = {hub: fused(hub) for hub in (0.0, 1.0)}
+    assert with_share[1.0] == without_share[1.0]  # a full hub: its further windows add nothing
+    assert with_share[0.0] != without_share[0.0]  # the same section as prose: they count
+
+
+def test_hybrid_counts_the_share_of_a_sections_windows_that_match_not_their_number():
+    # Sections 1 and 2 have the same three matching windows, section 1 first by a hair; section 2
+    # is a long PDF page of nine windows, section 3 a short passage of three.
+    sections = {11: 1, 12: 1, 13: 1, 21: 2, 22: 2, 23: 2, 41: 4}
+    semantic = [(11, 0.861), (21, 0.860), (12, 0.859), (22, 0.858), (13, 0.857), (23, 0.856)]
+    semantic.append((41, 0.70))
+
+    def order(sizes: dict[int, int]) -> list[int]:
+        result = rag_search.hybrid_fuse(
+            [rag_search.ChannelResult("words", [])],
+            rag_search.ChannelResult("semantic", semantic),
+            lambda ids: {cid: sections[cid] for cid in ids if cid in sections},
+            None,
+            lambda sids: {sid: sizes[sid] for sid in sids if sid in sizes},
+        )
+        return [cid for cid, _, _ in result]
+
+    assert order({1: 3, 2: 3})[:2] == [11, 21]  # equal evidence: the best window decides
+    # Section 1 now has nine windows of which three match: a third of the share.
+    semantic[0] = (11, 0.8605)
+    assert order({1: 3, 2: 3})[:2] == [11, 21]
+    assert order({1: 9, 2: 3})[:2] == [21, 11]
+
+
 def _lexical_ranking(config: Config, query: str) -> list[tuple[str, float]]:
     result = rag_service.search(config, query, top_k=10, mode="lexical")
     return [(hit.path, round(hit.score, 9)) for hit in result.hits]
