@@ -275,6 +275,7 @@ class QueryRun:
     group: str
     detail: dict[str, Any]
     warnings: list[str]
+    copy_outcome: QueryOutcome | None = None  # a byte-identical copy counts as the relevant doc
 
 
 def _unit_label(unit: tuple[Any, ...]) -> str:
@@ -312,6 +313,8 @@ def evaluate_query(
     relevant = [r.path for r in query.relevant]
     rank = eval_metrics.first_relevant_rank(documents, relevant)
     outcome = QueryOutcome(query.query_id, query.lang, rank, tuple(documents), latency_ms)
+    copies = eval_metrics.copy_rank(config.knowledge_dir, documents, relevant)
+    copy_outcome = QueryOutcome(query.query_id, query.lang, copies, tuple(documents), latency_ms)
     detail: dict[str, Any] = {
         "id": query.query_id,
         "query": query.query,
@@ -350,7 +353,11 @@ def evaluate_query(
         detail["channels"] = (
             None if best is None else {n: c.to_dict() for n, c in best.channels.items()}
         )
-    return QueryRun(outcome, unit_outcome, hub_at_top, query.group, detail, list(result.warnings))
+    if copies != rank:
+        detail["copy_rank"] = copies
+    return QueryRun(
+        outcome, unit_outcome, hub_at_top, query.group, detail, list(result.warnings), copy_outcome
+    )
 
 
 def run_eval(
@@ -372,6 +379,13 @@ def _level_report(
     report: dict[str, Any] = eval_metrics.summarize(
         [r.outcome for r in runs], extra_cutoffs
     ).to_dict()
+    copies = [r.copy_outcome for r in runs if r.copy_outcome is not None]
+    if copies:
+        report["copies_as_one"] = {
+            key: value
+            for key, value in eval_metrics.summarize(copies, extra_cutoffs).to_dict().items()
+            if key.startswith(("recall@", "mrr@"))
+        }
     located = [r.unit_outcome for r in runs if r.unit_outcome is not None]
     if located:
         report["unit_level"] = eval_metrics.summarize(located, extra_cutoffs).to_dict()

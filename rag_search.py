@@ -96,6 +96,14 @@ CHANNEL_WEIGHTS: dict[str, float] = {
 HYBRID_LEXICAL_BASE = 0.5
 HYBRID_MARGIN_GAIN = 0.5
 HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
+# Hybrid, semantic side: a section scores its best child's normalised cosine plus this share of
+# its next SEMANTIC_CHILD_COUNT children's (_semantic_sections), scaled by the part of the
+# section those children are (a nine-window PDF page gets a third) and by 1 - hub. From the
+# ablation in bench/RESULTS.md: debfaq-en, udhr-en2th and manru gain, no set or page-level
+# half loses (count-blind, the debian-pdf bookmark half lost R@1 0.852 -> 0.845); on the
+# lexical side, or at 0.1 and more, it costs the FAQ sets and udhr-en2th.
+SEMANTIC_CHILD_SHARE = 0.05
+SEMANTIC_CHILD_COUNT = 2
 
 # Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
 # helpers.text.hubs) in every mode: the fused RRF score in lexical and semantic mode, each side's
@@ -160,6 +168,7 @@ def fuse_channels(
     results: list[ChannelResult],
     section_of: Callable[[list[int]], dict[int, int]] | None = None,
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
+    sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
@@ -171,7 +180,7 @@ def fuse_channels(
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
-    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of)
+    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of)
 
 
 def lexical_evidence(lexical: list[ChannelResult]) -> dict[int, float]:
@@ -198,6 +207,7 @@ def hybrid_fuse(
     semantic: ChannelResult,
     section_of: Callable[[list[int]], dict[int, int]],
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
+    sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (hybrid_share).
@@ -224,21 +234,24 @@ def hybrid_fuse(
         lexical_best[section] = value
         chosen[section] = cid
         ranks[section] = dict(channel_ranks)
-    cosine_best: dict[int, float] = {}
+    cosines: dict[int, list[float]] = {}  # section -> its candidate children's cosines, best first
     for rank, (cid, cosine) in enumerate(semantic.ranked, start=1):
         section = sections.get(cid)
-        if section is None or section in cosine_best:
-            continue  # ranked best first: the section's best chunk came earlier
-        cosine_best[section] = cosine
-        chosen.setdefault(section, cid)
-        ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
-    if cosine_best:
-        high, low = max(cosine_best.values()), min(cosine_best.values())
-        spread = (high - low) or 1.0
-        cosine_best = {sec: (c - low) / spread for sec, c in cosine_best.items()}
+        if section is None:
+            continue
+        if section not in cosines:  # ranked best first: the section's best chunk comes first
+            chosen.setdefault(section, cid)
+            ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
+        cosines.setdefault(section, []).append(cosine)
+    section_hub: dict[int, float] = {}
     if hubs_of is not None:
         hubs = hubs_of(list(chosen.values()))
         section_hub = {sec: hubs.get(cid, 0.0) for sec, cid in chosen.items()}
+    sizes = (
+        sizes_of([sec for sec, values in cosines.items() if len(values) > 1]) if sizes_of else {}
+    )
+    cosine_best = _semantic_sections(cosines, section_hub, sizes)
+    if hubs_of is not None:
         lexical_best = _lowered_side(lexical_best, section_hub)
         cosine_best = _lowered_side(cosine_best, section_hub)
     share = hybrid_share(list(lexical_best.values()), list(cosine_best.values()))
@@ -249,6 +262,35 @@ def hybrid_fuse(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
     )
+
+
+def _semantic_sections(
+    cosines: dict[int, list[float]],
+    hubs: dict[int, float] | None = None,
+    sizes: dict[int, int] | None = None,
+) -> dict[int, float]:
+    """Per section: its best child's min-max normalised cosine plus SEMANTIC_CHILD_SHARE x its
+    next SEMANTIC_CHILD_COUNT children's, scaled back to a best of 1. A passage whose several
+    windows all match the query beats one whose single window happens to (a short generic
+    article next to the long one that answers, udhr-en2th). `sizes` (children per section)
+    make it the share of the section that matches, not a count that favours long pages; a hub's
+    share shrinks with its hub score: many matching windows are what a contents page is."""
+    hubs, sizes = hubs or {}, sizes or {}
+    if not cosines:
+        return {}
+    best = [values[0] for values in cosines.values()]
+    high, low = max(best), min(best)
+    spread = (high - low) or 1.0
+    scores = {}
+    for sec, values in cosines.items():
+        normed = [max(c - low, 0.0) / spread for c in values[: 1 + SEMANTIC_CHILD_COUNT]]
+        share = SEMANTIC_CHILD_SHARE * (1.0 - hubs.get(sec, 0.0))
+        size = sizes.get(sec, 0)
+        if size > 1 + SEMANTIC_CHILD_COUNT:  # the share of its windows that match, not their count
+            share *= (1 + SEMANTIC_CHILD_COUNT) / size
+        scores[sec] = normed[0] + share * sum(normed[1:])
+    top = max(scores.values()) or 1.0
+    return {sec: value / top for sec, value in scores.items()}
 
 
 def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int, float]:
@@ -308,6 +350,22 @@ def chunk_hubs(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, floa
     return found
 
 
+def section_sizes(conn: sqlite3.Connection, section_ids: list[int]) -> dict[int, int]:
+    """Section id -> its number of children (chunks_section index: ~0.1 ms for 100 sections)."""
+    found: dict[int, int] = {}
+    for start in range(0, len(section_ids), 500):
+        batch = section_ids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        found.update(
+            conn.execute(
+                f"SELECT section_id, COUNT(*) FROM chunks WHERE section_id IN ({marks}) "
+                "GROUP BY section_id",
+                batch,
+            ).fetchall()
+        )
+    return found
+
+
 def _tie_keys(conn: sqlite3.Connection, ids: list[int]) -> dict[int, TieKey]:
     keys: dict[int, TieKey] = {}
     for start in range(0, len(ids), 500):
@@ -358,7 +416,10 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
     fused = fuse_channels(
-        results, lambda ids: section_ids(conn, ids), lambda ids: chunk_hubs(conn, ids)
+        results,
+        lambda ids: section_ids(conn, ids),
+        lambda ids: chunk_hubs(conn, ids),
+        lambda sids: section_sizes(conn, sids),
     )
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)

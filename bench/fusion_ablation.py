@@ -58,9 +58,9 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     recorded: list[list[ChannelResult]] = []
     original = rag_search.fuse_channels
 
-    def recorder(results, section_of=None, hubs_of=None):  # type: ignore[no-untyped-def]
+    def recorder(results, section_of=None, hubs_of=None, sizes_of=None):  # type: ignore[no-untyped-def]
         recorded.append(list(results))
-        return original(results, section_of, hubs_of)
+        return original(results, section_of, hubs_of, sizes_of)
 
     rag_search.fuse_channels = recorder
     queries = []
@@ -110,6 +110,12 @@ def fuse(
     child_agg: float = 0.0,
     doc_agg: float = 0.0,
     fixed_share: float | None = None,
+    lex_child_agg: float | None = None,
+    sem_child_agg: float | None = None,
+    child_n: int = rag_search.SEMANTIC_CHILD_COUNT,
+    distinct_margin: bool = False,
+    floor_rank: int = 0,
+    per_size: bool = True,
 ) -> list[str]:
     """Documents in rank order for one query under one variant."""
     chunk_section = data["chunk_section"]
@@ -125,8 +131,25 @@ def fuse(
         by_section = _best_per_section(fused, chunk_section)
     else:
         hubs = data["hubs"] if hub > 0 else {}
+        lex_agg = child_agg if lex_child_agg is None else lex_child_agg
+        sem_agg = (
+            (child_agg or rag_search.SEMANTIC_CHILD_SHARE)
+            if sem_child_agg is None
+            else sem_child_agg
+        )
         by_section = _hybrid(
-            lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hubs, hub
+            lexical,
+            sem,
+            chunk_section,
+            base,
+            gain,
+            (lex_agg, sem_agg, child_n),
+            fixed_share,
+            hubs,
+            hub,
+            distinct_margin,
+            floor_rank,
+            _section_sizes(data) if per_size else None,
         )
     if hub > 0 and mode != "hybrid":
         hubs = data["hubs"]
@@ -146,6 +169,16 @@ def fuse(
     return eval_metrics.distinct_documents(section_doc[s] for s, _ in order[:TOP_HITS])
 
 
+def _section_sizes(data: dict) -> dict[int, int]:
+    """Section id -> children, from the captured chunk -> section map (cached in `data`)."""
+    if "section_size" not in data:
+        sizes: dict[int, int] = {}
+        for sec in data["chunk_section"].values():
+            sizes[sec] = sizes.get(sec, 0) + 1
+        data["section_size"] = sizes
+    return data["section_size"]
+
+
 def _others(values: list[float], own: float) -> float:
     """The best score among the document's other sections."""
     rest = list(values)
@@ -162,9 +195,9 @@ def _best_per_section(fused: Fused, chunk_section: dict[int, int]) -> dict[int, 
     return out
 
 
-def _agg(values: list[float], child_agg: float) -> float:
+def _agg(values: list[float], child_agg: float, child_n: int = 2) -> float:
     values = sorted(values, reverse=True)
-    return values[0] + child_agg * sum(values[1:3])
+    return values[0] + child_agg * sum(values[1 : 1 + child_n])
 
 
 def _lowered(scores: dict[int, float], hubs: dict[int, float], hub: float) -> dict[int, float]:
@@ -173,7 +206,21 @@ def _lowered(scores: dict[int, float], hubs: dict[int, float], hub: float) -> di
     return {s: v / best for s, v in lowered.items()} if best > 0 else lowered
 
 
-def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hubs, hub):  # type: ignore[no-untyped-def]
+def _hybrid(
+    lexical,
+    sem,
+    chunk_section,
+    base,
+    gain,
+    child_agg,
+    fixed_share,
+    hubs,
+    hub,
+    distinct,
+    floor_rank=0,
+    sizes=None,
+):  # type: ignore[no-untyped-def]
+    lex_agg, sem_agg, child_n = child_agg
     evidence = rag_search.lexical_evidence(lexical)
     lex: dict[int, list[float]] = {}
     for cid, value in evidence.items():
@@ -185,17 +232,30 @@ def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hub
         sec = chunk_section.get(cid)
         if sec is not None:
             cos.setdefault(sec, []).append(value)
-    lexical_best = {s: _agg(v, child_agg) for s, v in lex.items()}
-    if lexical_best and child_agg:
+    lexical_best = {s: _agg(v, lex_agg, child_n) for s, v in lex.items()}
+    if lexical_best and lex_agg:
         top = max(lexical_best.values())
         lexical_best = {s: v / top for s, v in lexical_best.items()}
     cosine_best = {s: max(v) for s, v in cos.items()}
     if cosine_best:
         high, low = max(cosine_best.values()), min(cosine_best.values())
+        if floor_rank:  # the scale's floor at the k-th best section, not the deepest candidate
+            ordered = sorted(cosine_best.values(), reverse=True)
+            low = ordered[min(floor_rank, len(ordered)) - 1]
         spread = (high - low) or 1.0
-        norm = {s: [(c - low) / spread for c in v] for s, v in cos.items()}
-        cosine_best = {s: _agg(v, child_agg) for s, v in norm.items()}
-        if child_agg:
+        norm = {s: [max(c - low, 0.0) / spread for c in v] for s, v in cos.items()}
+        if sizes:  # as rag_search: the share of the windows that match, none for a hub
+            cosine_best = {
+                s: _agg(
+                    v,
+                    sem_agg * min(1.0, (1 + child_n) / sizes[s]) * (1.0 - hubs.get(s, 0.0)),
+                    child_n,
+                )
+                for s, v in norm.items()
+            }
+        else:
+            cosine_best = {s: _agg(v, sem_agg, child_n) for s, v in norm.items()}
+        if sem_agg:
             top = max(cosine_best.values()) or 1.0
             cosine_best = {s: v / top for s, v in cosine_best.items()}
     if hubs:
@@ -204,7 +264,11 @@ def _hybrid(lexical, sem, chunk_section, base, gain, child_agg, fixed_share, hub
     if fixed_share is None:
         old = rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN
         rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN = base, gain
-        share = rag_search.hybrid_share(list(lexical_best.values()), list(cosine_best.values()))
+        lex_values, sem_values = list(lexical_best.values()), list(cosine_best.values())
+        if distinct:  # the top-2 gap over distinct scores: tied copies do not hide a margin
+            lex_values = list({round(v, 9) for v in lex_values})
+            sem_values = list({round(v, 9) for v in sem_values})
+        share = rag_search.hybrid_share(lex_values, sem_values)
         rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN = old
     else:
         share = fixed_share
@@ -223,35 +287,30 @@ def score(data: dict, mode: str, **knobs: object) -> tuple[float, float]:
 
 
 VARIANTS: list[tuple[str, str, dict[str, object]]] = [
-    ("lexical, no hub prior (before)", "lexical", {"hub": 0.0}),
-    ("lexical, hub prior 0.25", "lexical", {"hub": 0.25}),
-    ("lexical, hub prior 0.9 (shipped)", "lexical", {"hub": 0.9}),
-    ("semantic, no hub prior (before)", "semantic", {"hub": 0.0}),
-    ("semantic, hub prior 0.25", "semantic", {"hub": 0.25}),
-    ("semantic, hub prior 0.9 (shipped)", "semantic", {"hub": 0.9}),
-    ("hybrid, no hub prior (before)", "hybrid", {"hub": 0.0}),
-    ("hybrid, hub prior 0.25", "hybrid", {"hub": 0.25}),
-    ("hybrid, hub prior 0.5", "hybrid", {"hub": 0.5}),
-    ("hybrid, hub prior 0.75", "hybrid", {"hub": 0.75}),
-    ("hybrid, hub prior 0.9 (shipped)", "hybrid", {"hub": 0.9}),
-    ("hybrid, hub prior 1.0", "hybrid", {"hub": 1.0}),
-    ("+ semantic depth 50", "hybrid", {"hub": 0.9, "depth": 50}),
-    ("+ semantic depth 200", "hybrid", {"hub": 0.9, "depth": 200}),
-    ("+ semantic depth 400", "hybrid", {"hub": 0.9, "depth": 400}),
-    ("+ section = best + 0.1 x next two children", "hybrid", {"hub": 0.9, "child_agg": 0.1}),
-    ("+ section = best + 0.25 x next two children", "hybrid", {"hub": 0.9, "child_agg": 0.25}),
-    ("+ document: + 0.05 x its next-best section", "hybrid", {"hub": 0.9, "doc_agg": 0.05}),
-    ("+ document: + 0.1 x its next-best section", "hybrid", {"hub": 0.9, "doc_agg": 0.1}),
-    ("+ document: + 0.25 x its next-best section", "hybrid", {"hub": 0.9, "doc_agg": 0.25}),
-    ("+ share base 0.4", "hybrid", {"hub": 0.9, "base": 0.4}),
-    ("+ share base 0.45", "hybrid", {"hub": 0.9, "base": 0.45}),
-    ("+ share base 0.55", "hybrid", {"hub": 0.9, "base": 0.55}),
-    ("+ share gain 0.25", "hybrid", {"hub": 0.9, "gain": 0.25}),
-    ("+ share gain 0.75", "hybrid", {"hub": 0.9, "gain": 0.75}),
-    ("+ share gain 1.0", "hybrid", {"hub": 0.9, "gain": 1.0}),
-    ("+ fixed share 0.3", "hybrid", {"hub": 0.9, "fixed_share": 0.3}),
-    ("+ fixed share 0.5", "hybrid", {"hub": 0.9, "fixed_share": 0.5}),
-    ("+ depth 200, share base 0.45", "hybrid", {"hub": 0.9, "depth": 200, "base": 0.45}),
+    # Wave 3 (issue 15, document level). Shipped: hub prior 0.9, share base 0.5 gain 0.5,
+    # semantic depth 100, semantic side = best child + 0.05 x the next two (SEMANTIC_CHILD_*).
+    ("lexical (shipped)", "lexical", {}),
+    ("semantic (shipped)", "semantic", {}),
+    ("hybrid, no child aggregation (before)", "hybrid", {"sem_child_agg": 0.0}),
+    ("hybrid, semantic + 0.02 x next two", "hybrid", {"sem_child_agg": 0.02}),
+    ("hybrid, semantic + 0.03 x next two", "hybrid", {"sem_child_agg": 0.03}),
+    ("hybrid, semantic + 0.05 x next two, per window count, hubs none (shipped)", "hybrid", {}),
+    ("hybrid, semantic + 0.05 x next two (count-blind, hubs too)", "hybrid", {"per_size": False}),
+    ("hybrid, semantic + 0.07 x next two", "hybrid", {"sem_child_agg": 0.07}),
+    ("hybrid, semantic + 0.1 x next two", "hybrid", {"sem_child_agg": 0.1}),
+    ("hybrid, semantic + 0.05 x next one", "hybrid", {"child_n": 1}),
+    ("hybrid, semantic + 0.05 x next four", "hybrid", {"child_n": 4}),
+    ("hybrid, lexical + 0.05 x next two", "hybrid", {"sem_child_agg": 0.0, "lex_child_agg": 0.05}),
+    ("hybrid, both sides + 0.05 x next two", "hybrid", {"child_agg": 0.05}),
+    ("+ semantic depth 120", "hybrid", {"depth": 120}),
+    ("+ semantic depth 150", "hybrid", {"depth": 150}),
+    ("+ semantic depth 200", "hybrid", {"depth": 200}),
+    ("+ document: + 0.1 x its next-best section", "hybrid", {"doc_agg": 0.1}),
+    ("+ share base 0.45", "hybrid", {"base": 0.45}),
+    ("+ share base 0.55", "hybrid", {"base": 0.55}),
+    ("+ share gain 0.75", "hybrid", {"gain": 0.75}),
+    ("+ share margin over distinct scores (copies)", "hybrid", {"distinct_margin": True}),
+    ("+ hub prior 1.0", "hybrid", {"hub": 1.0}),
 ]
 
 

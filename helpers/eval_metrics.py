@@ -6,9 +6,12 @@ one file must count once, or one long document could fill the top k on its own.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 RECALL_CUTOFFS = (1, 3, 8)  # 1: the agent reads only the top hit; 8: the default top_k
@@ -158,3 +161,33 @@ def first_relevant_unit_rank(
         if units[key]:
             return rank, order
     return None, order
+
+
+def _file_digest(path: Path) -> str | None:
+    """sha256 of a document's bytes (None when unreadable): copies are told apart by it."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return _digest_of(path, st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=65536)
+def _digest_of(path: Path, size: int, mtime_ns: int) -> str | None:
+    """Cached per (path, size, mtime): a PDF set hashes its few big files once, not per query."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def copy_rank(knowledge_dir: Path, documents: Sequence[str], relevant: Sequence[str]) -> int | None:
+    """Rank of the first document with the bytes of a relevant one. A golden query can name one
+    of several identical files (manru: `latin1.7.md` = `iso_8859-1.7.md` = ...); no ranking can
+    tell them apart and the MCP answer lists the others in the hit's `other_paths`, so this is
+    the rank an agent gets. Reported beside the path-exact metrics, never instead of them."""
+    wanted = {d for d in (_file_digest(knowledge_dir / r) for r in relevant) if d}
+    for rank, path in enumerate(documents, start=1):
+        if path in relevant or _file_digest(knowledge_dir / path) in wanted:
+            return rank
+    return None

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from helpers import eval_metrics
 from helpers.eval_metrics import (
     QueryOutcome,
     distinct_documents,
@@ -110,3 +113,16 @@ def test_languages_are_summarised_separately_in_sorted_order():
     assert by_lang["th"].queries == 1
     assert by_lang["th"].recall[8] == 0.0
     assert by_lang["th"].zero_results == 1
+
+
+def test_a_byte_identical_copy_of_the_relevant_document_counts_as_it(tmp_path: Path) -> None:
+    (tmp_path / "latin1.7.md").write_text("ISO 8859-1 character set", encoding="utf-8")
+    (tmp_path / "iso_8859-1.7.md").write_text("ISO 8859-1 character set", encoding="utf-8")
+    (tmp_path / "iso_8859-2.7.md").write_text("ISO 8859-2 character set", encoding="utf-8")
+    ranking = ["iso_8859-2.7.md", "iso_8859-1.7.md", "latin1.7.md"]
+    assert eval_metrics.first_relevant_rank(ranking, ["latin1.7.md"]) == 3
+    assert eval_metrics.copy_rank(tmp_path, ranking, ["latin1.7.md"]) == 2
+    assert eval_metrics.copy_rank(tmp_path, ranking[:1], ["latin1.7.md"]) is None
+    (tmp_path / "iso_8859-1.7.md").write_text("ISO 8859-1, edited", encoding="utf-8")
+    assert eval_metrics.copy_rank(tmp_path, ranking, ["latin1.7.md"]) == 3  # no longer a copy
+    assert eval_metrics.copy_rank(tmp_path, ["gone.md", "latin1.7.md"], ["latin1.7.md"]) == 2

@@ -110,3 +110,77 @@ def test_pptx_slides_give_titles_text_tables_and_notes_in_order(tmp_path: Path) 
     assert table_row.table_header == "| Metric | Value |\n|---|---|"
     assert table_row.location.heading_path == ("ตัวเลข",)
     assert blocks[-1].location.heading_path == ()
+
+
+def _numbered_deck(path: Path) -> Path:
+    """Slide titles as converters and templates leave them: the slide number, a year, a
+    decorated number, and a real title."""
+    from pptx import Presentation
+
+    deck = Presentation()
+    for title, body in (
+        ("1", "Take a look at the sources.list file to see the distribution."),
+        ("2024", "Revenue grew in every quarter."),
+        ("- 3 -", "The third field names the release."),
+        ("Итоги 2024", "Выручка выросла."),
+    ):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+    deck.save(str(path))
+    return path
+
+
+def test_a_slide_title_without_a_letter_is_no_heading(tmp_path: Path) -> None:
+    from helpers.text.chunking import build_sections
+
+    blocks = extract(_numbered_deck(tmp_path / "numbered.pptx"))
+    assert [(b.location.slide, b.kind, b.text) for b in blocks] == [
+        (1, BlockKind.PARAGRAPH, "Take a look at the sources.list file to see the distribution."),
+        (2, BlockKind.PARAGRAPH, "2024"),  # not the slide number: kept, as slide text
+        (2, BlockKind.PARAGRAPH, "Revenue grew in every quarter."),
+        (3, BlockKind.PARAGRAPH, "The third field names the release."),
+        (4, BlockKind.HEADING, "Итоги 2024"),
+        (4, BlockKind.PARAGRAPH, "Выручка выросла."),
+    ]
+    assert [b.location.heading_path for b in blocks[:4]] == [()] * 4
+    children = [c.text for s in build_sections(blocks) for c in s.children]
+    assert children[0].startswith("Take a look")  # no "1" breadcrumb above the slide's text
+    assert children[-1].startswith("Итоги 2024")
+
+
+def test_xlsx_rows_of_one_long_text_cell_are_paragraphs_without_the_header(
+    tmp_path: Path,
+) -> None:
+    import openpyxl
+
+    answer = (
+        "They are not Debian; they are Debian based. Though there are many similarities "
+        "between them, there are also crucial differences, and each of them is suited to a "
+        "specific set of users. Read the list of derivatives on the Debian website."
+    )
+    workbook = openpyxl.Workbook()
+    prose = workbook.active
+    prose.title = "FAQ"
+    prose.append(["Section", "Text"])
+    prose.append([None, answer])
+    prose.append([None, answer.replace("Debian", "Devuan")])
+    mixed = workbook.create_sheet("Log")
+    mixed.append(["Date", "Note"])
+    mixed.append(["2024-05-01", "short note"])
+    mixed.append([None, answer])
+    untitled = workbook.create_sheet("Text")
+    untitled.append([answer])
+    workbook.save(str(tmp_path / "faq.xlsx"))
+    blocks = extract(tmp_path / "faq.xlsx")
+    summary = [(b.location.sheet, b.location.cell_range, b.kind, b.table_header) for b in blocks]
+    assert summary == [
+        ("FAQ", "A1:B1", BlockKind.TABLE_ROW, None),  # the column names, once, at the top
+        ("FAQ", "B2", BlockKind.PARAGRAPH, None),
+        ("FAQ", "B3", BlockKind.PARAGRAPH, None),
+        ("Log", "A2:B2", BlockKind.TABLE_ROW, "| Date | Note |\n|---|---|"),
+        ("Log", "B3", BlockKind.PARAGRAPH, None),
+        ("Text", "A1", BlockKind.PARAGRAPH, None),  # a long first cell is no header
+    ]
+    assert blocks[1].text == answer
+    assert "Devuan" in blocks[2].text

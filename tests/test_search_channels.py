@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import make_config
 
+import rag_db
 import rag_search
 import rag_service
 from rag_config import Config
@@ -316,3 +317,111 @@ def test_hybrid_leans_on_the_side_whose_top_section_stands_out():
     low, high = rag_search.HYBRID_SHARE_BOUNDS
     assert low <= rag_search.hybrid_share([1.0], [1.0, 0.0]) <= high  # bounded either way
     assert rag_search.hybrid_share([1.0, 0.0], [1.0, 1.0]) <= high
+
+
+def test_hybrid_semantic_side_counts_a_sections_further_matching_children_a_little():
+    # Section 1: one child, the best cosine by a hair. Section 2: three children that all
+    # match (a long article whose every window is on topic). No lexical evidence.
+    sections = {11: 1, 21: 2, 22: 2, 23: 2, 31: 3, 41: 4}
+    semantic = [(11, 0.860), (21, 0.859), (22, 0.850), (23, 0.848), (31, 0.80), (41, 0.70)]
+    fused = _hybrid([("words", [])], semantic, sections)
+    assert [cid for cid, _, _ in fused] == [21, 11, 31, 41]
+    assert fused[0][2]["semantic"].rank == 2  # shown by its best child, at that child's rank
+    # ...but only a little: a clear single best still wins over many weak windows.
+    clear = [(11, 0.90), (21, 0.85), (22, 0.85), (23, 0.85), (31, 0.80), (41, 0.70)]
+    assert [cid for cid, _, _ in _hybrid([("words", [])], clear, sections)][:2] == [11, 21]
+    # The count is bounded: children past SEMANTIC_CHILD_COUNT add nothing.
+    many = {**sections, 24: 2, 25: 2}
+    more = [*semantic[:4], (24, 0.847), (25, 0.846), *semantic[4:]]
+    assert rag_search.SEMANTIC_CHILD_COUNT == 2
+    with_more = [(c, round(v, 12)) for c, v, _ in _hybrid([("words", [])], more, many)]
+    assert with_more == [(c, round(v, 12)) for c, v, _ in fused]
+
+
+def test_hybrid_gives_a_hubs_further_children_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Section 2 is a contents page: its many matching windows are its listing, not evidence.
+    sections = {11: 1, 21: 2, 22: 2, 23: 2, 31: 3, 41: 4}
+    semantic = [(21, 0.861), (11, 0.860), (22, 0.859), (23, 0.858), (31, 0.80), (41, 0.70)]
+
+    def fused(hub: float) -> list[tuple[int, float]]:
+        result = rag_search.hybrid_fuse(
+            [rag_search.ChannelResult("words", [])],
+            rag_search.ChannelResult("semantic", semantic),
+            lambda ids: {cid: sections[cid] for cid in ids if cid in sections},
+            lambda ids: {cid: hub for cid in ids if sections.get(cid) == 2},
+        )
+        return [(cid, round(score, 12)) for cid, score, _ in result]
+
+    with_share = {hub: fused(hub) for hub in (0.0, 1.0)}
+    monkeypatch.setattr(rag_search, "SEMANTIC_CHILD_SHARE", 0.0)
+    without_share = {hub: fused(hub) for hub in (0.0, 1.0)}
+    assert with_share[1.0] == without_share[1.0]  # a full hub: its further windows add nothing
+    assert with_share[0.0] != without_share[0.0]  # the same section as prose: they count
+
+
+def test_hybrid_counts_the_share_of_a_sections_windows_that_match_not_their_number():
+    # Sections 1 and 2 have the same three matching windows, section 1 first by a hair; section 2
+    # is a long PDF page of nine windows, section 3 a short passage of three.
+    sections = {11: 1, 12: 1, 13: 1, 21: 2, 22: 2, 23: 2, 41: 4}
+    semantic = [(11, 0.861), (21, 0.860), (12, 0.859), (22, 0.858), (13, 0.857), (23, 0.856)]
+    semantic.append((41, 0.70))
+
+    def order(sizes: dict[int, int]) -> list[int]:
+        result = rag_search.hybrid_fuse(
+            [rag_search.ChannelResult("words", [])],
+            rag_search.ChannelResult("semantic", semantic),
+            lambda ids: {cid: sections[cid] for cid in ids if cid in sections},
+            None,
+            lambda sids: {sid: sizes[sid] for sid in sids if sid in sizes},
+        )
+        return [cid for cid, _, _ in result]
+
+    assert order({1: 3, 2: 3})[:2] == [11, 21]  # equal evidence: the best window decides
+    # Section 1 now has nine windows of which three match: a third of the share.
+    semantic[0] = (11, 0.8605)
+    assert order({1: 3, 2: 3})[:2] == [11, 21]
+    assert order({1: 9, 2: 3})[:2] == [21, 11]
+
+
+def _lexical_ranking(config: Config, query: str) -> list[tuple[str, float]]:
+    result = rag_service.search(config, query, top_k=10, mode="lexical")
+    return [(hit.path, round(hit.score, 9)) for hit in result.hits]
+
+
+def test_a_resynced_index_ranks_exactly_like_a_fresh_one(tmp_path: Path) -> None:
+    """N of the common-word rule is counted, not MAX(id): after every file was rewritten the
+    ids of the deleted chunks are gone for good, and MAX(id) had doubled N, so a word in 3 of
+    10 chunks stopped counting as common and the ranking moved."""
+
+    def write(root: Path, version: str) -> None:
+        for i in range(10):
+            words = "invoice payment overdue" if i < 3 else "payment schedule"
+            if i == 3:
+                words = "payment reminder"
+            (root / f"note-{i}.md").write_text(
+                f"# Note {i} {version}\n\nThe {words} of account {i} was checked.\n",
+                encoding="utf-8",
+            )
+
+    resynced_docs = tmp_path / "resynced"
+    resynced_docs.mkdir()
+    resynced = make_config(resynced_docs, tmp_path / "state-resynced")
+    write(resynced_docs, "draft")
+    _sync(resynced)
+    write(resynced_docs, "final")
+    _sync(resynced)
+    fresh_docs = tmp_path / "fresh"
+    fresh_docs.mkdir()
+    fresh = make_config(fresh_docs, tmp_path / "state-fresh")
+    write(fresh_docs, "final")
+    _sync(fresh)
+    conn = rag_db.connect(resynced.db_path, readonly=True)
+    try:
+        ctx = rag_search.SearchContext(conn, rag_search.Query.parse("x"), rag_search.Filters())
+        rows = conn.execute("SELECT COUNT(*), MAX(id) FROM chunks").fetchone()
+        assert rows[1] > rows[0]  # the resync did delete and re-add rows
+        assert ctx.chunk_count() == rows[0]
+    finally:
+        conn.close()
+    for query in ("invoice payment", "overdue payment reminder", "payment"):
+        assert _lexical_ranking(resynced, query) == _lexical_ranking(fresh, query)

@@ -1,11 +1,14 @@
 """PPTX (python-pptx): per slide the title as heading, text in reading order, tables, notes.
 
+A title without a letter (a slide number in the title placeholder) is no heading (_WORDED).
+
 Shapes are read top-to-bottom, left-to-right (the XML order is z-order, not reading order);
 group shapes are opened; speaker notes become NOTE blocks of the same slide.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,11 @@ from helpers.extract.common import (
 )
 
 MAX_GROUP_DEPTH = 16  # nested groups deeper than this are not opened (hostile files)
+# A title placeholder without a letter ("1", "2.", "- 3 -") names nothing: as the heading it would
+# become the breadcrumb of every child and the document's title. Equal to the slide number it
+# repeats the location and is dropped; otherwise ("2024", "3.1") it stays as slide text.
+_WORDED = re.compile(r"[^\W\d_]")
+_NUMBER_DECORATION = " .-–—#()[]/"  # "- 3 -", "(3)", "#3", "3." on slide 3
 
 
 def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
@@ -43,10 +51,13 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
 def _slide_blocks(slide: Any, number: int) -> Iterator[TextBlock]:
     title_shape = slide.shapes.title
     title = collapse_spaces(title_shape.text_frame.text) if title_shape is not None else ""
-    path = (title,) if title else ()
+    numeral = not _WORDED.search(title)
+    path = (title,) if title and not numeral else ()
     location = Location(slide=number, heading_path=path)
-    if title:
+    if title and not numeral:
         yield TextBlock(title, location, BlockKind.HEADING)
+    elif title and title.strip(_NUMBER_DECORATION) != str(number):
+        yield TextBlock(title, location)  # "2024", "3.1": text of the slide, not its name
     title_id = title_shape.shape_id if title_shape is not None else None
     for shape in _reading_order(slide.shapes, 0):
         if shape.shape_id == title_id and title_shape is not None:

@@ -1,7 +1,9 @@
 """XLSX (openpyxl, read-only, cached values): one TABLE_ROW per row with its sheet and cell range.
 
-The first non-empty row of a sheet is its header and is repeated with every row. Formulas are
-never calculated: a formula cell without a cached value (a file written by a script) reads empty.
+The first non-empty row of a sheet is its header and is repeated with every row; a row that is one
+long text cell is a paragraph (PROSE_CELL_CHARS), and a header no row used is kept once. Formulas
+are never calculated: a formula cell without a cached value (a file written by a script) reads
+empty.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from helpers.extract.common import ExtractionCancelled, markdown_header, markdow
 # 16,384 cells wide. Real tables rarely pass a few dozen columns.
 MAX_COLUMNS = 512
 CANCEL_CHECK_ROWS = 1000  # how often a long sheet checks for cancellation
+# A row whose only filled cell is at least this long holds running text (notes, answers, a
+# document pasted into a column), not a record: it is a paragraph, without the header repeated
+# into each of its children (a `| Section | Text |` header and its rule took a quarter of every
+# child's tokens on debfaq-en-mixed). Record values (names, numbers, dates, codes) are shorter.
+PROSE_CELL_CHARS = 200
 
 
 def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
@@ -67,6 +74,7 @@ def _sheet_blocks(sheet: Any, ctx: ExtractContext) -> Iterator[TextBlock]:
     header_first = 0
     header_row = 0
     data_rows = 0
+    header_shown = False
     for row_number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
         if row_number % CANCEL_CHECK_ROWS == 0 and ctx.should_cancel():
             raise ExtractionCancelled("extraction cancelled")
@@ -75,6 +83,13 @@ def _sheet_blocks(sheet: Any, ctx: ExtractContext) -> Iterator[TextBlock]:
         if bounds is None:
             continue
         first, last = bounds
+        if first == last and len(cells[first]) >= PROSE_CELL_CHARS:
+            if header is not None and data_rows == 0 and not header_shown:
+                header_shown = True  # its column names, once, where the table starts
+                yield _header_row(title, header_cells, header_first, header_row)
+            column = get_column_letter(first + 1)
+            yield TextBlock(cells[first], Location(sheet=title, cell_range=f"{column}{row_number}"))
+            continue
         if header is None:
             header_first, header_row = first, row_number
             header_cells = cells[first : last + 1]
@@ -90,11 +105,16 @@ def _sheet_blocks(sheet: Any, ctx: ExtractContext) -> Iterator[TextBlock]:
             BlockKind.TABLE_ROW,
             table_header=header,
         )
-    if header is not None and data_rows == 0:
-        first_col = get_column_letter(header_first + 1)
-        last_col = get_column_letter(header_first + len(header_cells))
-        yield TextBlock(
-            markdown_row(header_cells),
-            Location(sheet=title, cell_range=f"{first_col}{header_row}:{last_col}{header_row}"),
-            BlockKind.TABLE_ROW,
-        )
+    if header is not None and data_rows == 0 and not header_shown:
+        yield _header_row(title, header_cells, header_first, header_row)
+
+
+def _header_row(title: str, cells: list[str], first: int, row: int) -> TextBlock:
+    """A header no record row repeats, as a row of its own (its words stay searchable)."""
+    first_col = get_column_letter(first + 1)
+    last_col = get_column_letter(first + len(cells))
+    return TextBlock(
+        markdown_row(cells),
+        Location(sheet=title, cell_range=f"{first_col}{row}:{last_col}{row}"),
+        BlockKind.TABLE_ROW,
+    )

@@ -19,8 +19,9 @@ from helpers.text.token_estimate import estimate_tokens
 # `needs_reindex` and the next sync re-extracts them. 3: token estimate per character run (code
 # identifiers, paths, hex and base64 no longer overflow the encoder window). 4: PDF pages carry
 # their outline section and printed page label, are cut at section headings, and lose
-# per-chapter and odd/even running headers.
-CHUNK_SCHEME = 4
+# per-chapter and odd/even running headers. 5: a slide title without a letter is no heading;
+# a spreadsheet row that is one long text cell is a paragraph, without the repeated header.
+CHUNK_SCHEME = 5
 PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
 CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
 CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole in one child
