@@ -390,7 +390,7 @@ PROGRESS_BAR_WIDTH = 30
 def progress_line(view: JobView) -> str:
     filled = int(PROGRESS_BAR_WIDTH * view.percent / 100)
     bar = "#" * filled + "-" * (PROGRESS_BAR_WIDTH - filled)
-    eta = f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
+    eta = eta_text(view)
     current = f" {view.current_file}" if view.current_file else ""
     progress = view.progress or {
         "unit": "files",
@@ -400,6 +400,11 @@ def progress_line(view: JobView) -> str:
     if progress["unit"] == "files" and view.skipped:
         done += f" skipped {skipped_line(view.skipped)}"
     return f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} {done}{eta}{current}"
+
+
+def eta_text(view: JobView) -> str:
+    """' ETA 900s' (the semantic phase's own estimate in that phase), '' when unknown."""
+    return f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
 
 
 def skipped_line(breakdown: dict[str, Any]) -> str:
