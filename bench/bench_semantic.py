@@ -1,8 +1,12 @@
 """Semantic channel speed and memory: run by hand, report the numbers (tests never time).
 
-1. Embedding throughput on N threads with the real model: chunks/s for ~100-token chunks (or
-   the real children of a synced index, --from-index), through the worker alone and through
-   build_generation (SQLite writes included).
+1. Semantic-phase throughput on N threads with the real model: texts/s of build_generation
+   (spawn, load, IPC and SQLite writes included) over ~100-token texts or the distinct children
+   of a synced index (--from-index: on a copy of that index when --chunks covers it, the real
+   semantic phase), each run beside two bare onnxruntime sessions over the same texts in the
+   same run: the baseline (tokenized up front, length-sorted batches, intra-op threads = N,
+   default optimizations) and the worker's own session settings side by side; the ratios to
+   both, and texts per CPU second (the load-proof measure on a shared machine).
 2. Cold query latency: spawn + model load + query embed + exact scan of V vectors (default
    100k, random unit vectors stored as a ready generation of the model's fingerprint), with
    the worker's own split (load, embed, scan) read from its log.
