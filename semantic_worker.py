@@ -20,10 +20,8 @@ import importlib.util
 import json
 import logging
 import os
-import queue
 import struct
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +34,7 @@ import numpy as np
 from helpers.errors import RagError
 from helpers.semantic import vector_pack
 from helpers.semantic.batching import plan_batches
-from helpers.semantic.lines import LineReader, LineTooLong
+from helpers.semantic.lines import LineReader, LineTooLong, OrderedReplies, answer
 from helpers.semantic.model import (
     FETCH_HINT,
     INSTALL_HINT,
@@ -532,7 +530,7 @@ def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float
     """Read requests and start them; a writer thread sends the answers in request order. An
     embed request's answer waits for its batches while the next request is already read and
     queued on the pool (the client sends one ahead), so the cores never wait for the pipe."""
-    replies = _Replies(out)
+    replies = OrderedReplies(out)
     try:
         while True:
             try:
@@ -561,69 +559,12 @@ def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float
                 return 0
             op = request.get("op")
             replies.put(
-                _answer(op, lambda r=request: worker.submit_embed(r))
+                answer(op, lambda r=request: worker.submit_embed(r))
                 if op == "embed"
-                else _answer(op, lambda r=request: worker.handle(r))
+                else answer(op, lambda r=request: worker.handle(r))
             )
     finally:
         replies.close()
-
-
-def _answer(op: object, start: Callable[[], Any]) -> dict[str, Any] | Callable[[], dict[str, Any]]:
-    """start() gives an answer or (embed) a call that waits for one; every failure, now or
-    later, becomes {"ok": false, ...} with a hint, never a traceback."""
-    try:
-        started = start()
-    except Exception as exc:
-        return _failure(op, exc)
-    if not callable(started):
-        return started
-
-    def later() -> dict[str, Any]:
-        try:
-            return started()
-        except Exception as exc:
-            return _failure(op, exc)
-
-    return later
-
-
-def _failure(op: object, exc: Exception) -> dict[str, Any]:
-    if isinstance(exc, (RequestError, ModelError, vector_pack.ScanError)):
-        return {"ok": False, "error": exc.message, "hint": exc.hint}
-    log.error("request %s failed", op, exc_info=exc)  # the protocol must survive anything
-    return {
-        "ok": False,
-        "error": f"{type(exc).__name__}: {exc}",
-        "hint": "see the semantic worker log",
-    }
-
-
-class _Replies:
-    """Writes answers in request order from its own thread; an item is an answer or a call
-    that waits for one. close() returns once everything queued is written."""
-
-    def __init__(self, out: BinaryIO) -> None:
-        self.out = out
-        self.queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._write_all, name="replies", daemon=True)
-        self.thread.start()
-
-    def put(self, item: dict[str, Any] | Callable[[], dict[str, Any]]) -> None:
-        self.queue.put(item)
-
-    def close(self) -> None:
-        self.queue.put(None)
-        self.thread.join()
-
-    def _write_all(self) -> None:
-        while (item := self.queue.get()) is not None:
-            _reply(self.out, item() if callable(item) else item)
-
-
-def _reply(out: BinaryIO, response: dict[str, Any]) -> None:
-    out.write(json.dumps(response, ensure_ascii=False).encode("utf-8") + b"\n")
-    out.flush()
 
 
 def main(argv: list[str] | None = None) -> int:
