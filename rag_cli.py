@@ -11,7 +11,7 @@ from typing import Any
 import rag_service
 from rag_config import Config
 from rag_errors import RagError
-from rag_service import FINAL_STATES, JobView, progress_line
+from rag_service import FINAL_STATES, JobView, eta_text, progress_line
 
 DEMO_QUERIES = ("invoice payment terms", "отчёт о продажах", "การประชุม", "budget.csv")
 
@@ -95,6 +95,8 @@ def run_sync(config: Config, path: str | None, detach: bool, quiet: bool = False
 def _print_job(view: JobView) -> None:
     d = view.to_dict()
     print(f"job {d['job_id']}: {d['state']} ({d['phase']}) {d['percent']}%")
+    if view.state not in FINAL_STATES:  # the same words as the bar, the console and sync_status
+        print(f"  {d['progress']['text']}{eta_text(view)}")
     print("  counts: " + ", ".join(f"{k} {v}" for k, v in d["counts"].items()))
     if d["message"]:
         print(f"  {d['message']}")

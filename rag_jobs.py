@@ -65,6 +65,8 @@ class JobView:
     # {reason: {"count", "label", "examples"}} (helpers.skips); {} before the plan and on an
     # index older than schema 7
     skipped: dict[str, Any] = field(default_factory=dict)
+    # What the job counts now, in the same words on every face (progress_summary)
+    progress: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -284,7 +286,28 @@ def job_view(conn: sqlite3.Connection, row: sqlite3.Row, already_running: bool =
         already_running=already_running,
         file_progress=_file_progress(row),
         skipped=_json_column(row, "skipped_detail"),
+        progress=progress_summary(row),
     )
+
+
+def progress_summary(row: sqlite3.Row) -> dict[str, Any]:
+    """{"unit", "done", "total", "text", "per_second"}: texts embedded during the semantic
+    phase (the bar's last tenth, but most of a first sync's time), files otherwise. The CLI
+    bar, the console and sync_status all show this text, so they never disagree.
+    per_second is the semantic phase's own rate (texts/s), None before it is known."""
+    rate = None
+    if row["phase"] == "semantic" and row["semantic_total"]:
+        unit, done, total = "texts", row["semantic_done"], row["semantic_total"]
+        text = f"{done}/{total} texts embedded"
+        started = _newer_column(row, "phase_started_at")
+        elapsed = (row["updated_at"] or time.time()) - started if started else 0.0
+        if done > 0 and elapsed > 0:
+            rate = round(done / elapsed, 1)
+            text += f", {rate:.0f}/s"
+    else:
+        unit, done, total = "files", row["completed_files"], row["total_files"]
+        text = f"{done}/{total} files"
+    return {"unit": unit, "done": done, "total": total, "text": text, "per_second": rate}
 
 
 def _newer_column(row: sqlite3.Row, name: str) -> Any:
@@ -367,15 +390,21 @@ PROGRESS_BAR_WIDTH = 30
 def progress_line(view: JobView) -> str:
     filled = int(PROGRESS_BAR_WIDTH * view.percent / 100)
     bar = "#" * filled + "-" * (PROGRESS_BAR_WIDTH - filled)
-    eta = f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
+    eta = eta_text(view)
     current = f" {view.current_file}" if view.current_file else ""
-    semantic = view.semantic or {}
-    if view.phase == "semantic" and semantic.get("total"):
-        done = f"{semantic['done']}/{semantic['total']} texts embedded"
-    else:
-        skipped = f" skipped {skipped_line(view.skipped)}" if view.skipped else ""
-        done = f"{view.completed_files}/{view.total_files} files{skipped}"
+    progress = view.progress or {
+        "unit": "files",
+        "text": f"{view.completed_files}/{view.total_files} files",
+    }
+    done = progress["text"]
+    if progress["unit"] == "files" and view.skipped:
+        done += f" skipped {skipped_line(view.skipped)}"
     return f"[{bar}] {view.percent:5.1f}% {view.state}/{view.phase} {done}{eta}{current}"
+
+
+def eta_text(view: JobView) -> str:
+    """' ETA 900s' (the semantic phase's own estimate in that phase), '' when unknown."""
+    return f" ETA {view.eta_seconds:.0f}s" if view.eta_seconds is not None else ""
 
 
 def skipped_line(breakdown: dict[str, Any]) -> str:

@@ -152,6 +152,7 @@ JOB = Shape(
         "already_running",
         "file_progress",
         "skipped",
+        "progress",
     ),
 )
 LAST_JOB = Shape(

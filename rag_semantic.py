@@ -241,16 +241,33 @@ def build_generation(
     worker = SemanticWorker(
         info.model_dir, log_path=log_path, cache_dir=cache_dir, threads=threads, timeout_s=timeout_s
     )
+    requests = [
+        pending[at : at + EMBED_REQUEST_TEXTS] for at in range(0, len(pending), EMBED_REQUEST_TEXTS)
+    ]
+    in_flight = 0
+
+    def send(batch: list[int]) -> None:
+        nonlocal in_flight
+        texts = _texts_for(conn, [int(chunk_ids[i]) for i in batch], [hashes[i] for i in batch])
+        worker.send_embed(texts, "passage")
+        in_flight += 1
+
     try:
         writer = _BlockWriter(conn, generation, chunk_ids, hashes, vectors)
         if progress:
             progress(0, len(pending))
-        for start in range(0, len(pending), EMBED_REQUEST_TEXTS):
+        done = 0
+        for number, batch in enumerate(requests):
             if should_cancel and should_cancel():
                 raise _Cancelled
-            batch = pending[start : start + EMBED_REQUEST_TEXTS]
-            texts = _texts_for(conn, [int(chunk_ids[i]) for i in batch], [hashes[i] for i in batch])
-            embedded = worker.embed(texts, "passage").vectors
+            # One request ahead: the worker embeds the next texts while this process decodes,
+            # copies and writes the last ones (the worker sat idle for that time before).
+            if number == 0:
+                send(batch)
+            if number + 1 < len(requests):
+                send(requests[number + 1])
+            embedded = worker.receive_embed().vectors
+            in_flight -= 1
             if embedded.shape[1] != info.dim:
                 raise SemanticError(
                     f"worker returned dimension {embedded.shape[1]}, expected {info.dim}",
@@ -259,7 +276,7 @@ def build_generation(
             vectors[batch] = embedded
             for index in batch:
                 vectors[copies.get(index, [])] = vectors[index]
-            done = start + len(batch)
+            done += len(batch)
             # Rows before the next text to embed are final (duplicates follow their original).
             writer.flush_until(pending[done] if done < len(pending) else len(chunk_ids))
             if progress:
@@ -277,6 +294,8 @@ def build_generation(
         _discard(conn, generation)
         raise
     finally:
+        if in_flight:  # nobody waits for that answer: do not wait for the worker to finish it
+            worker.kill()
         worker.close()
     reused = int(found.sum())
     return BuildResult("built", generation, info.fingerprint, len(chunk_ids), len(pending), reused)

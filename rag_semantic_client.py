@@ -132,6 +132,13 @@ class SemanticWorker:
 
         A worker that already exited (idle timeout in warm mode) is replaced first.
         """
+        self.send(payload)
+        return self.receive(str(payload.get("op")), timeout_s)
+
+    def send(self, payload: dict[str, Any]) -> None:
+        """Write one request without waiting; `receive` returns the answers in request order.
+        A build sends the next embed request before reading the last answer, so the worker
+        never waits for the caller between requests."""
         if self._proc is not None and self._proc.poll() is not None:
             self.kill()
         proc = self.start()._proc
@@ -141,13 +148,16 @@ class SemanticWorker:
             proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise self._crashed() from exc
+
+    def receive(self, op: str, timeout_s: float | None = None) -> dict[str, Any]:
+        """The answer to the oldest request not yet received."""
         limit = self.timeout_s if timeout_s is None else timeout_s
         try:
             line = self._lines.get(timeout=limit)
         except queue.Empty:
             self.kill()
             raise WorkerTimeout(
-                f"semantic worker gave no answer to {payload.get('op')!r} in {limit:.0f} s",
+                f"semantic worker gave no answer to {op!r} in {limit:.0f} s",
                 f"the machine may be overloaded; see {self.log_path}",
             ) from None
         if line is None:
@@ -168,7 +178,14 @@ class SemanticWorker:
         return WorkerInfo(**{f.name: r[f.name] for f in dataclasses.fields(WorkerInfo)})
 
     def embed(self, texts: Sequence[str], kind: Kind = "passage") -> Embedding:
-        r = self.request({"op": "embed", "kind": kind, "texts": list(texts)})
+        self.send_embed(texts, kind)
+        return self.receive_embed()
+
+    def send_embed(self, texts: Sequence[str], kind: Kind = "passage") -> None:
+        self.send({"op": "embed", "kind": kind, "texts": list(texts)})
+
+    def receive_embed(self) -> Embedding:
+        r = self.receive("embed")
         vectors = vector_pack.vectors_from_b64(r["vectors"], r["count"], r["dim"])
         return Embedding(vectors, tuple(r["tokens"]))
 

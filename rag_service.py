@@ -35,7 +35,7 @@ from rag_errors import (
     require_unicode,
 )
 from rag_health import health, ocr_state, semantic_state
-from rag_jobs import FINAL_STATES, JobView, progress_line
+from rag_jobs import FINAL_STATES, JobView, eta_text, progress_line
 from rag_results import (
     ANSWER_MAX_CHARS_CAP,
     ANSWER_MAX_CHARS_MIN,
@@ -76,6 +76,7 @@ __all__ = [
     "fetch_model",
     "open_original",
     "progress_line",
+    "eta_text",
     "InvalidArgument",
     "check_config",
     "read_only_reason",

@@ -221,8 +221,8 @@ def _job_or_latest(
 
 
 def sync_status(config: Config, job_id: str | None = None, wait_seconds: float = 0) -> JobView:
-    """The job now; with `wait_seconds` (0-30), as soon as its state or percent changes (or the
-    wait ends), so an agent waits in one call instead of polling in a loop."""
+    """The job now; with `wait_seconds` (0-30), as soon as its state, percent or progress count
+    changes (or the wait ends), so an agent waits in one call instead of polling in a loop."""
     if not 0 <= wait_seconds <= WAIT_SECONDS_MAX:
         raise InvalidArgument(f"wait_seconds must be between 0 and {WAIT_SECONDS_MAX:g}")
     view = _sync_status_now(config, job_id)
@@ -230,7 +230,8 @@ def sync_status(config: Config, job_id: str | None = None, wait_seconds: float =
     while view.state not in rag_jobs.FINAL_STATES and time.monotonic() < deadline:
         time.sleep(min(JOB_POLL_S, max(0.0, deadline - time.monotonic())))
         now = _sync_status_now(config, view.job_id)
-        if (now.state, now.percent) != (view.state, view.percent):
+        moved = now.progress.get("done") != view.progress.get("done")
+        if moved or (now.state, now.percent) != (view.state, view.percent):
             return now
         view = now
     return view

@@ -23,7 +23,7 @@ import os
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -34,7 +34,7 @@ import numpy as np
 from helpers.errors import RagError
 from helpers.semantic import vector_pack
 from helpers.semantic.batching import plan_batches
-from helpers.semantic.lines import LineReader, LineTooLong
+from helpers.semantic.lines import LineReader, LineTooLong, OrderedReplies, answer
 from helpers.semantic.model import (
     FETCH_HINT,
     INSTALL_HINT,
@@ -348,21 +348,35 @@ class Embedder:
 
     def embed(self, texts: list[str], kind: str) -> tuple[np.ndarray, list[int]]:
         """float16 unit vectors [n, dim] and each text's full token count."""
+        return self.submit(texts, kind)()
+
+    def submit(self, texts: list[str], kind: str) -> Callable[[], tuple[np.ndarray, list[int]]]:
+        """Start embedding on the pool; the returned call waits for the result. The batches
+        of the next request queue behind these, so the pool never idles between requests."""
         full = [self.full_ids(t, kind) for t in texts]
         seqs = [self.truncate(ids) for ids in full]
-        out = np.zeros((len(texts), self.info.dim), dtype=np.float16)
         batches = plan_batches([len(s) for s in seqs])
+        # Biggest batches first (padded tokens): two threads then finish together instead of
+        # one running the longest batch alone at the end. Order never changes a vector.
+        batches.sort(key=lambda b: -len(b) * len(seqs[b[-1]]))
 
         def run(batch: list[int]) -> np.ndarray:
             return self._run([seqs[i] for i in batch])
 
+        futures = None
         if self.pool is not None and len(batches) > 1:
-            results = self.pool.map(run, batches)
-        else:
-            results = map(run, batches)
-        for batch, vectors in zip(batches, results, strict=True):
-            out[batch] = vectors.astype(np.float16)
-        return out, [len(ids) for ids in full]
+            futures = [self.pool.submit(run, batch) for batch in batches]
+
+        def finish() -> tuple[np.ndarray, list[int]]:
+            out = np.zeros((len(texts), self.info.dim), dtype=np.float16)
+            results: Iterable[np.ndarray] = (
+                map(run, batches) if futures is None else (f.result() for f in futures)
+            )
+            for batch, vectors in zip(batches, results, strict=True):
+                out[batch] = vectors.astype(np.float16)
+            return out, [len(ids) for ids in full]
+
+        return finish
 
     def _run(self, seqs: list[list[int]]) -> np.ndarray:
         width = max(len(s) for s in seqs)
@@ -425,15 +439,7 @@ class Worker:
         if op == "info":
             return self.info()
         if op == "embed":
-            texts, kind = _texts(request), _kind(request)
-            vectors, tokens = self.embedder().embed(texts, kind)
-            return {
-                "ok": True,
-                "count": len(texts),
-                "dim": int(vectors.shape[1]),
-                "vectors": vector_pack.vectors_to_b64(vectors),
-                "tokens": tokens,
-            }
+            return self.submit_embed(request)()
         if op == "count_tokens":
             texts, kind = _texts(request), _kind(request)
             embedder = self.embedder()
@@ -441,6 +447,23 @@ class Worker:
         if op == "search":
             return self.search(request)
         raise RequestError(f"unknown op {op!r}", "ops: info, embed, count_tokens, search, quit")
+
+    def submit_embed(self, request: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+        """The embed answer as a call that waits for the pool (serve writes it in order)."""
+        texts, kind = _texts(request), _kind(request)
+        finish = self.embedder().submit(texts, kind)
+
+        def answer() -> dict[str, Any]:
+            vectors, tokens = finish()
+            return {
+                "ok": True,
+                "count": len(texts),
+                "dim": int(vectors.shape[1]),
+                "vectors": vector_pack.vectors_to_b64(vectors),
+                "tokens": tokens,
+            }
+
+        return answer
 
     def info(self) -> dict[str, Any]:
         embedder = self.embedder()
@@ -504,44 +527,44 @@ def _kind(request: dict[str, Any]) -> str:
 
 
 def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float | None) -> int:
-    while True:
-        try:
-            line = reader.readline(idle_seconds)
-        except LineTooLong as exc:
-            _reply(out, {"ok": False, "error": str(exc), "hint": "send fewer texts per request"})
-            return 1
-        if line is None:
-            log.info("stdin closed or idle for %s s: exiting", idle_seconds)
-            return 0
-        if not line.strip():
-            continue
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict):
-                raise ValueError("request must be a JSON object")
-        except ValueError as exc:
-            _reply(out, {"ok": False, "error": f"bad JSON: {exc}", "hint": "one object per line"})
-            continue
-        if request.get("op") == "quit":
-            _reply(out, {"ok": True})
-            return 0
-        try:
-            response = worker.handle(request)
-        except (RequestError, ModelError, vector_pack.ScanError) as exc:
-            response = {"ok": False, "error": exc.message, "hint": exc.hint}
-        except Exception as exc:  # the protocol must survive anything; details go to the log
-            log.exception("request %s failed", request.get("op"))
-            response = {
-                "ok": False,
-                "error": f"{type(exc).__name__}: {exc}",
-                "hint": "see the semantic worker log",
-            }
-        _reply(out, response)
-
-
-def _reply(out: BinaryIO, response: dict[str, Any]) -> None:
-    out.write(json.dumps(response, ensure_ascii=False).encode("utf-8") + b"\n")
-    out.flush()
+    """Read requests and start them; a writer thread sends the answers in request order. An
+    embed request's answer waits for its batches while the next request is already read and
+    queued on the pool (the client sends one ahead), so the cores never wait for the pipe."""
+    replies = OrderedReplies(out)
+    try:
+        while True:
+            try:
+                line = reader.readline(idle_seconds)
+            except LineTooLong as exc:
+                replies.put(
+                    {"ok": False, "error": str(exc), "hint": "send fewer texts per request"}
+                )
+                return 1
+            if line is None:
+                log.info("stdin closed or idle for %s s: exiting", idle_seconds)
+                return 0
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("request must be a JSON object")
+            except ValueError as exc:
+                replies.put(
+                    {"ok": False, "error": f"bad JSON: {exc}", "hint": "one object per line"}
+                )
+                continue
+            if request.get("op") == "quit":
+                replies.put({"ok": True})
+                return 0
+            op = request.get("op")
+            replies.put(
+                answer(op, lambda r=request: worker.submit_embed(r))
+                if op == "embed"
+                else answer(op, lambda r=request: worker.handle(r))
+            )
+    finally:
+        replies.close()
 
 
 def main(argv: list[str] | None = None) -> int:

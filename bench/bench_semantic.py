@@ -1,8 +1,12 @@
 """Semantic channel speed and memory: run by hand, report the numbers (tests never time).
 
-1. Embedding throughput on N threads with the real model: chunks/s for ~100-token chunks (or
-   the real children of a synced index, --from-index), through the worker alone and through
-   build_generation (SQLite writes included).
+1. Semantic-phase throughput on N threads with the real model: texts/s of build_generation
+   (spawn, load, IPC and SQLite writes included) over ~100-token texts or the distinct children
+   of a synced index (--from-index: on a copy of that index when --chunks covers it, the real
+   semantic phase), each run beside two bare onnxruntime sessions over the same texts in the
+   same run: the baseline (tokenized up front, length-sorted batches, intra-op threads = N,
+   default optimizations) and the worker's own session settings side by side; the ratios to
+   both, and texts per CPU second (the load-proof measure on a shared machine).
 2. Cold query latency: spawn + model load + query embed + exact scan of V vectors (default
    100k, random unit vectors stored as a ready generation of the model's fingerprint), with
    the worker's own split (load, embed, scan) read from its log.
@@ -27,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -35,7 +40,8 @@ import numpy as np  # noqa: E402
 
 import rag_db  # noqa: E402
 import rag_semantic  # noqa: E402
-from helpers import vector_pack  # noqa: E402
+import semantic_worker  # noqa: E402
+from helpers.semantic import batching, vector_pack  # noqa: E402
 from helpers.semantic.model import load_model_info  # noqa: E402
 from tests.semantic_fixtures import REAL_MODEL_DIR, add_document  # noqa: E402
 
@@ -53,6 +59,7 @@ SENTENCES = [
     "ใบแจ้งหนี้ต้องชำระภายในสามสิบวัน",
     "การออกกำลังกายสม่ำเสมอช่วยลดความเสี่ยงของโรคหัวใจ",
 ]
+CPU_RATES: dict[str, list[float]] = {}  # texts per CPU second, by what ran
 TARGET_TOKENS = 100  # with "passage: ", <s> and </s>, like the PROVENANCE benchmark
 
 
@@ -118,6 +125,82 @@ def index_texts(index: Path, count: int) -> list[str]:
     return [row[0] for row in rows]
 
 
+def bare_session_rate(
+    model: Path, texts: list[str], threads: int, runs: int, *, side_by_side: bool = False
+) -> list[float]:
+    """Texts/s of a bare onnxruntime session over `texts`, the ceiling the semantic phase is
+    measured against: every text tokenized once up front (not timed), one length-sorted list cut
+    into batches of MAX_BATCH_TEXTS, intra-op threads = `threads`, one InferenceSession with the
+    default graph optimizations, the same mean pooling and L2 normalisation. One rate per run.
+    `side_by_side`: the worker's session settings (one intra-op thread, `threads` batches at
+    once, SkipLayerNormFusion off), which isolates what the pipeline around the model costs."""
+    import onnxruntime as ort
+    import sentencepiece as spm
+
+    info = load_model_info(model, None, with_fingerprint=False)
+    sp = spm.SentencePieceProcessor(model_file=str(info.tokenizer_file))
+    limit = info.max_seq_length
+    seqs = []
+    for text in texts:
+        ids = [0] + [3 if p == 0 else p + 1 for p in sp.encode(info.passage_prompt + text.strip())]
+        seqs.append((ids[: limit - 1] if len(ids) >= limit else ids) + [2])
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    feeds = []
+    for start in range(0, len(order), batching.MAX_BATCH_TEXTS):
+        batch = [seqs[i] for i in order[start : start + batching.MAX_BATCH_TEXTS]]
+        ids = np.full((len(batch), max(map(len, batch))), 1, dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, seq in enumerate(batch):
+            ids[row, : len(seq)], mask[row, : len(seq)] = seq, 1
+        feeds.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": 0 * ids})
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1 if side_by_side else threads
+    options.log_severity_level = 3
+    # The worker's own session settings for the side-by-side ceiling (see its docstring).
+    disabled = semantic_worker.DISABLED_OPTIMIZERS if side_by_side else []
+    session = ort.InferenceSession(
+        str(info.onnx_file), options, ["CPUExecutionProvider"], disabled_optimizers=disabled
+    )
+    names = {i.name for i in session.get_inputs()}
+
+    def run(feed: dict[str, np.ndarray]) -> np.ndarray:
+        hidden = session.run(None, {k: v for k, v in feed.items() if k in names})[0]
+        weights = feed["attention_mask"][:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / weights.sum(axis=1)
+        return vector_pack.l2_normalise(pooled).astype(np.float16)
+
+    rates = []
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(runs):
+            t0, c0 = time.perf_counter(), time.process_time()
+            list(pool.map(run, feeds) if side_by_side else map(run, feeds))
+            rates.append(len(texts) / (time.perf_counter() - t0))
+            CPU_RATES.setdefault(f"bare{'-side' if side_by_side else ''}", []).append(
+                len(texts) / (time.process_time() - c0)
+            )
+    return rates
+
+
+def fresh_build_index(work: Path, run: int, texts: list[str], index: Path | None) -> Path:
+    """An index whose semantic phase embeds `texts`: a copy of the synced index without its
+    vectors (the real chunk layout, duplicates included), or one document of `texts`."""
+    db = work / f"build{run}.sqlite3"
+    if index is None:
+        conn = rag_db.open_index(db)
+        add_document(conn, "bench.md", texts)
+        conn.close()
+        return db
+    src = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
+    dst = sqlite3.connect(db)
+    src.backup(dst)
+    src.close()
+    dst.execute("DELETE FROM semantic_blocks")
+    dst.execute("DELETE FROM semantic_generations")
+    dst.commit()
+    dst.close()
+    return db
+
+
 def bench_throughput(
     model: Path, threads: int, count: int, runs: int, work: Path, index: Path | None
 ) -> None:
@@ -128,29 +211,21 @@ def bench_throughput(
         worker.embed(["warm up"])
         load_s = time.perf_counter() - t0
         texts = index_texts(index, count) if index else make_chunks(worker, count)
-        count = len(texts)
         tokens = worker.count_tokens(texts)
-        rates, per_cpu = [], []
-        for _ in range(runs):
-            t0, c0 = time.perf_counter(), cpu_seconds(worker.pid)
-            for start in range(0, len(texts), rag_semantic.EMBED_REQUEST_TEXTS):
-                worker.embed(texts[start : start + rag_semantic.EMBED_REQUEST_TEXTS])
-            rates.append(count / (time.perf_counter() - t0))
-            per_cpu.append(count / (cpu_seconds(worker.pid) - c0))
-        rss = peak_rss_mib(worker.pid)
+    count = len(texts)
     print(
-        f"worker embed: {count} chunks, mean {statistics.mean(tokens):.0f} tokens "
-        f"(min {min(tokens)}, max {max(tokens)}), {threads} threads, {runs} runs: "
-        f"{spread(rates, ' chunks/s')} ({spread(per_cpu, ' chunks/s')} per worker CPU "
-        f"second); spawn + load + first embed {load_s:.2f} s; worker peak RSS {rss:.0f} MiB; "
-        f"{load_average()}"
+        f"{count} distinct texts, mean {statistics.mean(tokens):.0f} tokens (min {min(tokens)}, "
+        f"max {max(tokens)}), {threads} threads; worker spawn + load + first embed {load_s:.2f} s"
     )
-    ends, steadies = [], []
-    for run in range(runs):
-        conn = rag_db.open_index(work / f"build{run}.sqlite3")
-        add_document(conn, "bench.md", texts)
+    whole = index is not None and count >= len(index_texts(index, 10**9))
+    bare, side, ends, steadies = [], [], [], []
+    for run in range(runs):  # alternated, so a burst of load on the shared box hits both
+        bare.extend(bare_session_rate(model, texts, threads, 1))
+        side.extend(bare_session_rate(model, texts, threads, 1, side_by_side=True))
+        db = fresh_build_index(work, run, texts, index if whole else None)
+        conn = rag_db.connect(db)
         stamps: list[float] = []
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), os.times()
         result = rag_semantic.build_generation(
             conn,
             model,
@@ -160,12 +235,41 @@ def bench_throughput(
             progress=lambda done, total, stamps=stamps: stamps.append(time.perf_counter()),
         )
         ends.append(result.embedded / (time.perf_counter() - t0))
-        steadies.append((count - rag_semantic.EMBED_REQUEST_TEXTS) / (stamps[-1] - stamps[1]))
+        c1 = os.times()  # the worker has exited and been waited for: its CPU is in children_*
+        cpu = sum(c1[:4]) - sum(c0[:4])
+        CPU_RATES.setdefault("ours", []).append(result.embedded / cpu)
+        first = min(len(stamps) - 1, 1)
+        steadies.append(
+            (result.embedded - (first and rag_semantic.EMBED_REQUEST_TEXTS))
+            / (stamps[-1] - stamps[first])
+        )
         conn.close()
+        assert result.embedded == count, (result.embedded, count)
+        print(
+            f"  run {run + 1}: bare session {bare[-1]:.1f} texts/s (side by side "
+            f"{side[-1]:.1f}); semantic phase {ends[-1]:.1f} texts/s end to end, "
+            f"{steadies[-1]:.1f} steady = {ends[-1] / bare[-1]:.2f} / {steadies[-1] / bare[-1]:.2f}"
+            f" of bare ({ends[-1] / side[-1]:.2f} / {steadies[-1] / side[-1]:.2f} of side by "
+            f"side); {load_average()}"
+        )
+
+    def ratio(ours: list[float], base: list[float]) -> float:
+        return statistics.median(o / b for o, b in zip(ours, base, strict=True))
+
     print(
-        f"build_generation, {count} chunks, {runs} runs: end to end incl. spawn + load "
-        f"{spread(ends, ' chunks/s')}; steady after the first request "
-        f"{spread(steadies, ' chunks/s')}; {load_average()}"
+        f"semantic phase ({'the whole synced index' if whole else 'one document of the texts'}), "
+        f"{count} texts, {runs} runs: end to end incl. spawn + load {spread(ends, ' texts/s')}; "
+        f"steady after the first request {spread(steadies, ' texts/s')}; bare onnxruntime "
+        f"session {spread(bare, ' texts/s')}, side by side {spread(side, ' texts/s')}\n"
+        f"RATIO to bare (median of runs): end to end {ratio(ends, bare):.2f}, steady "
+        f"{ratio(steadies, bare):.2f}; to bare side by side: end to end {ratio(ends, side):.2f}, "
+        f"steady {ratio(steadies, side):.2f}; {load_average()}"
+    )
+    cpu = {k: statistics.median(v) for k, v in CPU_RATES.items()}
+    print(
+        f"texts per CPU second (contention-proof; ours = sync process + worker, spawn and load "
+        f"included): ours {cpu['ours']:.1f}, bare {cpu['bare']:.1f}, bare side by side "
+        f"{cpu['bare-side']:.1f}"
     )
 
 

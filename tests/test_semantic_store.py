@@ -139,6 +139,25 @@ def test_a_second_build_embeds_nothing_and_one_changed_chunk_embeds_one(
     assert after[ids[4]] != before[ids[4]]
 
 
+def test_a_pipelined_build_stores_the_bytes_of_its_requests_one_by_one(
+    index: sqlite3.Connection, tiny_model: Path, tmp_path: Path
+) -> None:
+    """The build keeps one request ahead of the worker; each request's texts are still the same
+    group as before, so its vectors are byte for byte those of that request sent alone."""
+    texts = many_texts(3 * rag_semantic.EMBED_REQUEST_TEXTS + 7)  # four requests, one short
+    ids = add_document(index, "a.md", texts)
+    seen: list[tuple[int, int]] = []
+    result = build(index, tiny_model, tmp_path, progress=lambda d, t: seen.append((d, t)))
+    step = rag_semantic.EMBED_REQUEST_TEXTS
+    assert [d for d, _ in seen] == [0, step, 2 * step, 3 * step, len(texts)]
+    stored = stored_vectors(index, result.generation_id, 32)
+    with SemanticWorker(tiny_model, log_path=tmp_path / "alone.log", cache_dir=tmp_path) as w:
+        alone = np.concatenate(
+            [w.embed(texts[at : at + step]).vectors for at in range(0, len(texts), step)]
+        )
+    assert [stored[cid] for cid in ids] == [row.tobytes() for row in alone]
+
+
 def test_added_and_removed_chunks_are_reflected_and_blocks_span_boundaries(
     index: sqlite3.Connection, tiny_model: Path, tmp_path: Path
 ) -> None:

@@ -195,6 +195,29 @@ def test_bad_requests_get_json_errors_with_hints_and_no_traceback(tiny_model: Pa
     assert "Traceback" not in done.stdout + done.stderr
 
 
+def test_requests_sent_ahead_are_answered_in_order_with_their_own_results(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """A build writes the next embed request before reading the last answer: the worker
+    starts it on its pool at once, yet answers strictly in request order, errors included."""
+    first = [f"{CORPUS[n % len(CORPUS)]} {n}" for n in range(40)]  # several batches
+    second = ["Lake Baikal", "ต้มยำกุ้ง"]
+    with SemanticWorker(tiny_model, log_path=tmp_path / "w.log", cache_dir=tmp_path) as w:
+        alone = [w.embed(first).vectors, w.embed(second).vectors]
+        w.send_embed(first)
+        w.send({"op": "dance"})
+        w.send_embed(second)
+        w.send({"op": "count_tokens", "texts": second})
+        one = w.receive_embed()
+        with pytest.raises(WorkerError, match="unknown op"):
+            w.receive("dance")
+        two = w.receive_embed()
+        counted = w.receive("count_tokens")["tokens"]
+    assert one.vectors.tobytes() == alone[0].tobytes()
+    assert two.vectors.tobytes() == alone[1].tobytes()
+    assert counted == list(two.tokens)
+
+
 def test_line_reader_reassembles_long_lines_and_reports_idle_and_eof() -> None:
     read_fd, write_fd = os.pipe()
     reader = LineReader(read_fd)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import require_tool
+from progress_fixtures import TEXT, semantic_phase_job
 from web_fixtures import (
     PDF_PAGE2_WORDS,
     REPO,
@@ -307,3 +308,29 @@ def test_the_health_view_shows_counts_paths_and_engine_states(
     assert "start with --semantic on" in text  # the state comes with its fix
     screenshot(browser, "health")
     no_console_errors(browser)
+
+
+def test_the_semantic_phase_shows_texts_embedded_and_its_own_eta(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    """The same words as the terminal bar and sync_status (tests/test_semantic_progress.py)."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "memo.md").write_text("# Memo\n\nThe invoice is due.\n", encoding="utf-8")
+    config = make_config(kb, tmp_path / "state")
+    sync_now(config)
+    with semantic_phase_job(config):
+        process = start_console_process(
+            ["--knowledge-dir", str(kb), "--data-dir", str(config.data_dir), "--port", "0"],
+            env={"RAGDOC_SEMANTIC": "off"},
+        )
+        try:
+            open_view(browser, Site(process.url, kb), "sync")
+            wait_for(browser, lambda d: d.find_element(By.ID, "job-files").text == TEXT, TEXT)
+            assert browser.find_element(By.ID, "job-phase").text == "phase: semantic"
+            eta = browser.find_element(By.ID, "job-eta").text
+            assert eta.startswith("about ") and eta.endswith(" left"), eta
+            screenshot(browser, "sync-semantic-phase")
+            no_console_errors(browser)
+        finally:
+            process.stop()

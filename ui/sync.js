@@ -146,7 +146,9 @@ function showJob(job) {
   progress.value = job.percent;
   progress.textContent = `${job.percent}%`;
   byId("job-percent").textContent = `${job.percent.toFixed(1)} %`;
-  byId("job-files").textContent = `${fmtInt(job.completed_files)} / ${fmtInt(job.total_files)} files`;
+  // The same words as the terminal bar and sync_status (rag_jobs.progress_summary): texts
+  // embedded during the semantic phase, files otherwise.
+  byId("job-files").textContent = job.progress ? job.progress.text : `${fmtInt(job.completed_files)} / ${fmtInt(job.total_files)} files`;
   byId("job-bytes").textContent = job.total_bytes ? `${fmtBytes(job.done_bytes)} of ${fmtBytes(job.total_bytes)}` : "";
   byId("job-eta").textContent = active && job.eta_seconds !== null ? `about ${fmtDuration(job.eta_seconds)} left` : "";
   byId("job-current").textContent = active && job.current_file ? `Now: ${job.current_file}` : "";
