@@ -60,10 +60,6 @@ def build(db: Path, chunks: int) -> None:
                 (section, text, text, str(i)),
             ).lastrowid
             conn.execute(
-                "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?, 'zh', 'zh.md', ?)",
-                (cid, text),
-            )
-            conn.execute(
                 "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)", (cid, index_text(text))
             )
     conn.close()
