@@ -301,17 +301,17 @@ DROP TABLE IF EXISTS chunks_fts;
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     norm, content = 'chunks', content_rowid = 'id', tokenize = 'trigram case_sensitive 0'
 );
-CREATE TRIGGER chunks_fts_ai AFTER INSERT ON chunks WHEN NOT EXISTS (
+CREATE TRIGGER IF NOT EXISTS chunks_fts_ai AFTER INSERT ON chunks WHEN NOT EXISTS (
     SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= new.id
 ) BEGIN
     INSERT INTO chunks_fts(rowid, norm) VALUES (new.id, new.norm);
 END;
-CREATE TRIGGER chunks_fts_ad AFTER DELETE ON chunks WHEN NOT EXISTS (
+CREATE TRIGGER IF NOT EXISTS chunks_fts_ad AFTER DELETE ON chunks WHEN NOT EXISTS (
     SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
 ) BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
 END;
-CREATE TRIGGER chunks_fts_au AFTER UPDATE OF norm ON chunks WHEN NOT EXISTS (
+CREATE TRIGGER IF NOT EXISTS chunks_fts_au AFTER UPDATE OF norm ON chunks WHEN NOT EXISTS (
     SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
 ) BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
