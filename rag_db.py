@@ -298,6 +298,43 @@ ALTER TABLE jobs ADD COLUMN skipped_detail TEXT;
 -- the id in meta 'trigram_backfill_next'), so no reader or cancel waits behind one long
 -- transaction. Until then the triggers leave rows at or past that id to the backfill.
 DROP TABLE IF EXISTS chunks_fts;
+
+-- chunks.norm becomes a generated column: norm_stored holds fold(text) only where SQLite's
+-- lower(text) (ASCII A-Z) would not give it, else '' (rag_sync_write.stored_norm), so English
+-- text is not stored twice. Rows written before keep their stored copy until re-synced. The
+-- word and OCR triggers are recreated over the generated column.
+DROP TRIGGER IF EXISTS chunks_words_ai;
+DROP TRIGGER IF EXISTS chunks_words_ad;
+DROP TRIGGER IF EXISTS chunks_words_au;
+DROP TRIGGER IF EXISTS chunks_ocr_ai;
+DROP TRIGGER IF EXISTS chunks_ocr_ad;
+DROP TRIGGER IF EXISTS chunks_ocr_au;
+ALTER TABLE chunks RENAME COLUMN norm TO norm_stored;
+ALTER TABLE chunks ADD COLUMN norm TEXT GENERATED ALWAYS AS (
+    CASE WHEN norm_stored = '' THEN lower(text) ELSE norm_stored END
+) VIRTUAL;
+CREATE TRIGGER IF NOT EXISTS chunks_words_ai AFTER INSERT ON chunks BEGIN
+    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_words_au AFTER UPDATE OF norm_stored, text ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_ai AFTER INSERT ON chunks WHEN new.ocr = 1 BEGIN
+    INSERT INTO chunks_ocr_fts(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_ad AFTER DELETE ON chunks WHEN old.ocr = 1 BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_au AFTER UPDATE OF norm_stored, text, ocr ON chunks BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm)
+    SELECT 'delete', old.id, old.norm WHERE old.ocr = 1;
+    INSERT INTO chunks_ocr_fts(rowid, norm) SELECT new.id, new.norm WHERE new.ocr = 1;
+END;
+
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     norm, content = 'chunks', content_rowid = 'id', tokenize = 'trigram case_sensitive 0'
 );
@@ -311,7 +348,8 @@ CREATE TRIGGER IF NOT EXISTS chunks_fts_ad AFTER DELETE ON chunks WHEN NOT EXIST
 ) BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
 END;
-CREATE TRIGGER IF NOT EXISTS chunks_fts_au AFTER UPDATE OF norm ON chunks WHEN NOT EXISTS (
+CREATE TRIGGER IF NOT EXISTS chunks_fts_au AFTER UPDATE OF norm_stored, text ON chunks
+WHEN NOT EXISTS (
     SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
 ) BEGIN
     INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import string
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -421,7 +422,7 @@ def _insert_sections(
                     section_id,
                     child_ordinal,
                     child.text,
-                    norm,
+                    stored_norm(child.text, norm),
                     hashlib.sha256(child.text.encode()).hexdigest(),
                     json.dumps(child.location.to_dict()),
                     int(child.ocr),
@@ -437,7 +438,7 @@ def _insert_sections(
         section_rows,
     )
     conn.executemany(
-        "INSERT INTO chunks(id, document_id, section_id, ordinal, text, norm, text_hash, "
+        "INSERT INTO chunks(id, document_id, section_id, ordinal, text, norm_stored, text_hash, "
         "location, ocr) VALUES (?,?,?,?,?,?,?,?,?)",
         chunk_rows,
     )
@@ -446,6 +447,16 @@ def _insert_sections(
     # chunks_fts (migration 8), chunks_words and chunks_ocr_fts follow the chunks rows through
     # triggers; chunks_cjk rows leave with their chunk through a trigger (migration 4).
     return len(chunk_rows)
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def stored_norm(text: str, norm: str) -> str:
+    """What chunks.norm_stored keeps of `norm` = fold(text): '' when SQLite's lower() (ASCII
+    letters only, also with ICU on this subset) gives it from the text (migration 8), so most
+    English text is stored once."""
+    return "" if norm == text.translate(_ASCII_LOWER) else norm
 
 
 def _next_id(conn: sqlite3.Connection, table: str) -> int:

@@ -55,8 +55,8 @@ def build(db: Path, chunks: int) -> None:
                 (i, text),
             ).lastrowid
             cid = conn.execute(
-                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
-                "location, ocr) VALUES (1, ?, 0, ?, ?, ?, '{}', 0)",
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, "
+                "text_hash, location, ocr) VALUES (1, ?, 0, ?, ?, ?, '{}', 0)",
                 (section, text, text, str(i)),
             ).lastrowid
             conn.execute(

@@ -143,14 +143,23 @@ def no_state_in_the_real_home() -> object:
 
 
 def undo_migration_8(conn: sqlite3.Connection) -> None:
-    """An index as schema 7 left it: chunks_fts a plain trigram table over the folded title,
-    path and chunk text, one copy of each per chunk, written by the sync (no triggers)."""
+    """An index as schema 7 left it: chunks.norm a stored copy of fold(text), chunks_fts a
+    plain trigram table over the folded title, path and chunk text, one copy of each per chunk,
+    written by the sync (no triggers)."""
+    import rag_db
     from helpers.text.normalize import fold
 
     conn.create_function("fold", 1, fold, deterministic=True)
-    for trigger in ("chunks_fts_ai", "chunks_fts_ad", "chunks_fts_au"):
-        conn.execute(f"DROP TRIGGER {trigger}")
+    for table in ("fts", "words", "ocr"):
+        for event in ("ai", "ad", "au"):
+            conn.execute(f"DROP TRIGGER chunks_{table}_{event}")
     conn.execute("DROP TABLE chunks_fts")
+    conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = ''")
+    conn.execute("ALTER TABLE chunks DROP COLUMN norm")
+    conn.execute("ALTER TABLE chunks RENAME COLUMN norm_stored TO norm")
+    for statement in rag_db._split_statements(rag_db._MIGRATIONS[2]):
+        if statement.startswith("CREATE TRIGGER IF NOT EXISTS chunks_"):
+            conn.execute(statement)
     conn.execute(
         "CREATE VIRTUAL TABLE chunks_fts USING fts5("
         "title, path, body, tokenize = 'trigram case_sensitive 0')"

@@ -220,8 +220,8 @@ def add_document(conn: sqlite3.Connection, path: str, texts: Sequence[str]) -> l
     for ordinal, text in enumerate(texts):
         ids.append(
             conn.execute(
-                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
-                "location) VALUES (?, ?, ?, ?, ?, ?, '{}')",
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, "
+                "text_hash, location) VALUES (?, ?, ?, ?, ?, ?, '{}')",
                 (
                     doc,
                     section,
@@ -240,6 +240,6 @@ def set_chunk_text(conn: sqlite3.Connection, chunk_id: int, text: str) -> None:
     import hashlib
 
     conn.execute(
-        "UPDATE chunks SET text = ?, norm = ?, text_hash = ? WHERE id = ?",
+        "UPDATE chunks SET text = ?, norm_stored = ?, text_hash = ? WHERE id = ?",
         (text, text.lower(), hashlib.sha256(text.encode("utf-8")).hexdigest(), chunk_id),
     )

@@ -15,6 +15,7 @@ from conftest import make_config, undo_migration_8, write_corpus
 import rag_db
 import rag_search
 import rag_service
+from helpers.text.normalize import fold
 from rag_config import Config
 
 # Trigram-channel queries (a Thai word, an identifier the word index cannot express, a
@@ -55,11 +56,14 @@ def _schema_7_copy(config: Config, target: Path) -> Path:
 
 
 def _consistent(conn: sqlite3.Connection) -> None:
-    """FTS5 compares every chunks_fts entry with chunks.norm (rank 1 = against the content)."""
+    """FTS5 compares every chunks_fts and chunks_words entry with chunks.norm (rank 1: against
+    the content), and the generated norm is fold(text) for every row, stored copy or not."""
     conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
     conn.execute("INSERT INTO chunks_words(chunks_words, rank) VALUES ('integrity-check', 1)")
     indexed = conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
     assert indexed == conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    for text, norm in conn.execute("SELECT text, norm FROM chunks"):
+        assert norm == fold(text), text
 
 
 def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
@@ -67,6 +71,9 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
 ) -> None:
     fresh = _hits(synced.db_path)
     assert all(fresh.values()), fresh
+    with closing(sqlite3.connect(synced.db_path)) as conn:
+        own, total = conn.execute("SELECT SUM(norm_stored != ''), COUNT(*) FROM chunks").fetchone()
+    assert own < total / 10  # lower-cased ASCII and Thai: the text is stored once
     db = _schema_7_copy(synced, tmp_path / "old")
     with closing(sqlite3.connect(db)) as old:
         tables = {r[0] for r in old.execute("SELECT name FROM sqlite_master")}
@@ -119,7 +126,9 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
             for doc_id in gone:
                 conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))  # cascades
             conn.execute(
-                "UPDATE chunks SET norm = norm || ' zyxwvut' WHERE document_id = ?", (thai,)
+                "UPDATE chunks SET text = text || ' zyxwvut', norm_stored = norm || ' zyxwvut' "
+                "WHERE document_id = ?",
+                (thai,),
             )
     with closing(rag_db.open_index(db)) as conn:
         assert (
