@@ -204,9 +204,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_words USING fts5(
     norm, content = 'chunks', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_words_vocab USING fts5vocab(chunks_words, 'row');
-CREATE TRIGGER IF NOT EXISTS chunks_words_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
-END;
 CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
 END;
@@ -296,13 +293,17 @@ ALTER TABLE jobs ADD COLUMN skipped_detail TEXT;
 -- no MRR@10 or R@8 change on any eval set, bench/RESULTS.md "Lexical sync speed and index size").
 -- The old table goes at once; its rows come back batch by batch (rag_db.backfill_trigram, from
 -- the id in meta 'trigram_backfill_next'), so no reader or cancel waits behind one long
--- transaction. Until then the triggers leave rows at or past that id to the backfill.
+-- transaction. Until then the triggers (and index_new_chunks) leave rows at or past that id to
+-- the backfill.
 DROP TABLE IF EXISTS chunks_fts;
 
 -- chunks.norm becomes a generated column: norm_stored holds fold(text) only where SQLite's
 -- lower(text) (ASCII A-Z) would not give it, else '' (rag_sync_write.stored_norm), so English
 -- text is not stored twice. Rows written before keep their stored copy until re-synced. The
--- word and OCR triggers are recreated over the generated column.
+-- delete and update triggers are recreated over the generated column. New chunks enter
+-- chunks_words and chunks_fts through rag_db.index_new_chunks, one INSERT ... SELECT per write,
+-- not an insert trigger: FTS5 flushes its pending terms at every trigger statement, and the
+-- triggers made a first sync 1.5-2x slower (bench/RESULTS.md "Lexical sync speed and index size").
 DROP TRIGGER IF EXISTS chunks_words_ai;
 DROP TRIGGER IF EXISTS chunks_words_ad;
 DROP TRIGGER IF EXISTS chunks_words_au;
@@ -313,9 +314,6 @@ ALTER TABLE chunks RENAME COLUMN norm TO norm_stored;
 ALTER TABLE chunks ADD COLUMN norm TEXT GENERATED ALWAYS AS (
     CASE WHEN norm_stored = '' THEN lower(text) ELSE norm_stored END
 ) VIRTUAL;
-CREATE TRIGGER IF NOT EXISTS chunks_words_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
-END;
 CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
 END;
@@ -338,11 +336,6 @@ END;
 CREATE VIRTUAL TABLE chunks_fts USING fts5(
     norm, content = 'chunks', content_rowid = 'id', tokenize = 'trigram case_sensitive 0'
 );
-CREATE TRIGGER IF NOT EXISTS chunks_fts_ai AFTER INSERT ON chunks WHEN NOT EXISTS (
-    SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= new.id
-) BEGIN
-    INSERT INTO chunks_fts(rowid, norm) VALUES (new.id, new.norm);
-END;
 CREATE TRIGGER IF NOT EXISTS chunks_fts_ad AFTER DELETE ON chunks WHEN NOT EXISTS (
     SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
 ) BEGIN
@@ -489,6 +482,22 @@ def migrate(conn: sqlite3.Connection) -> int:
             )
     backfill_trigram(conn)
     return SCHEMA_VERSION
+
+
+def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> None:
+    """Inside a write transaction: the word and trigram rows of the chunks just inserted with
+    ids first_id..last_id (migration 8; rows at or past a pending backfill's cursor are the
+    backfill's)."""
+    conn.execute(
+        "INSERT INTO chunks_words(rowid, norm) SELECT id, norm FROM chunks "
+        "WHERE id >= ? AND id <= ?",
+        (first_id, last_id),
+    )
+    conn.execute(
+        "INSERT INTO chunks_fts(rowid, norm) SELECT id, norm FROM chunks WHERE id >= ? AND id <= ? "
+        "AND id < COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), id + 1)",
+        (first_id, last_id, TRIGRAM_BACKFILL_KEY),
+    )
 
 
 def backfill_trigram(conn: sqlite3.Connection) -> int:

@@ -30,7 +30,7 @@ from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
-from rag_db import write_transaction
+from rag_db import index_new_chunks, write_transaction
 
 # Rows written (or deleted) per transaction: ~0.3-0.7 ms per chunk row with its FTS entries on
 # this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
@@ -442,10 +442,12 @@ def _insert_sections(
         "location, ocr) VALUES (?,?,?,?,?,?,?,?,?)",
         chunk_rows,
     )
+    if chunk_rows:
+        index_new_chunks(conn, chunk_rows[0][0], chunk_rows[-1][0])
     if cjk_rows:
         conn.executemany("INSERT INTO chunks_cjk(rowid, grams) VALUES (?,?)", cjk_rows)
-    # chunks_fts (migration 8), chunks_words and chunks_ocr_fts follow the chunks rows through
-    # triggers; chunks_cjk rows leave with their chunk through a trigger (migration 4).
+    # chunks_ocr_fts follows the chunks rows through triggers; every full-text row leaves with
+    # its chunk through a trigger (migrations 2, 4 and 8).
     return len(chunk_rows)
 
 

@@ -62,6 +62,7 @@ def build(db: Path, chunks: int) -> None:
             conn.execute(
                 "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)", (cid, index_text(text))
             )
+        rag_db.index_new_chunks(conn, 1, chunks)
     conn.close()
 
 

@@ -150,9 +150,8 @@ def undo_migration_8(conn: sqlite3.Connection) -> None:
     from helpers.text.normalize import fold
 
     conn.create_function("fold", 1, fold, deterministic=True)
-    for table in ("fts", "words", "ocr"):
-        for event in ("ai", "ad", "au"):
-            conn.execute(f"DROP TRIGGER chunks_{table}_{event}")
+    for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ai", "ocr_ad", "ocr_au"):
+        conn.execute(f"DROP TRIGGER chunks_{trigger}")
     conn.execute("DROP TABLE chunks_fts")
     conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = ''")
     conn.execute("ALTER TABLE chunks DROP COLUMN norm")

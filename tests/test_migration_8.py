@@ -130,6 +130,13 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
                 "WHERE document_id = ?",
                 (thai,),
             )
+            new_id = conn.execute(
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, "
+                "text_hash, location) SELECT document_id, section_id, 99, 'Qwertzy added', "
+                "'qwertzy added', '', '{}' FROM chunks WHERE document_id = ? LIMIT 1",
+                (thai,),
+            ).lastrowid
+            rag_db.index_new_chunks(conn, new_id, new_id)
     with closing(rag_db.open_index(db)) as conn:
         assert (
             conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()
@@ -138,5 +145,7 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
         _consistent(conn)
         found = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH '\"zyxwvut\"'")
         assert [r[0] for r in found]
+        found = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH '\"qwertzy\"'")
+        assert [r[0] for r in found] == [new_id]
         left = {r[0] for r in conn.execute("SELECT DISTINCT document_id FROM chunks")}
         assert not gone & left
