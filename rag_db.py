@@ -301,9 +301,10 @@ DROP TABLE IF EXISTS chunks_fts;
 -- lower(text) (ASCII A-Z) would not give it, else '' (rag_sync_write.stored_norm), so English
 -- text is not stored twice. Rows written before keep their stored copy until re-synced. The
 -- delete and update triggers are recreated over the generated column. New chunks enter
--- chunks_words and chunks_fts through rag_db.index_new_chunks, one INSERT ... SELECT per write,
--- not an insert trigger: FTS5 flushes its pending terms at every trigger statement, and the
--- triggers made a first sync 1.5-2x slower (bench/RESULTS.md "Lexical sync speed and index size").
+-- chunks_words, chunks_ocr_fts and chunks_fts through rag_db.index_new_chunks, one
+-- INSERT ... SELECT per write, not through insert triggers: FTS5 flushes its pending terms at
+-- every trigger statement, and the triggers made a first sync ~1.9x slower
+-- (bench/RESULTS.md "Lexical sync speed and index size").
 DROP TRIGGER IF EXISTS chunks_words_ai;
 DROP TRIGGER IF EXISTS chunks_words_ad;
 DROP TRIGGER IF EXISTS chunks_words_au;
@@ -320,9 +321,6 @@ END;
 CREATE TRIGGER IF NOT EXISTS chunks_words_au AFTER UPDATE OF norm_stored, text ON chunks BEGIN
     INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
     INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
-END;
-CREATE TRIGGER IF NOT EXISTS chunks_ocr_ai AFTER INSERT ON chunks WHEN new.ocr = 1 BEGIN
-    INSERT INTO chunks_ocr_fts(rowid, norm) VALUES (new.id, new.norm);
 END;
 CREATE TRIGGER IF NOT EXISTS chunks_ocr_ad AFTER DELETE ON chunks WHEN old.ocr = 1 BEGIN
     INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
@@ -485,12 +483,17 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> None:
-    """Inside a write transaction: the word and trigram rows of the chunks just inserted with
+    """Inside a write transaction: the word, OCR and trigram rows of the chunks just inserted with
     ids first_id..last_id (migration 8; rows at or past a pending backfill's cursor are the
     backfill's)."""
     conn.execute(
         "INSERT INTO chunks_words(rowid, norm) SELECT id, norm FROM chunks "
         "WHERE id >= ? AND id <= ?",
+        (first_id, last_id),
+    )
+    conn.execute(
+        "INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks "
+        "WHERE id >= ? AND id <= ? AND ocr = 1",
         (first_id, last_id),
     )
     conn.execute(

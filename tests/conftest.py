@@ -150,7 +150,7 @@ def undo_migration_8(conn: sqlite3.Connection) -> None:
     from helpers.text.normalize import fold
 
     conn.create_function("fold", 1, fold, deterministic=True)
-    for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ai", "ocr_ad", "ocr_au"):
+    for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ad", "ocr_au"):
         conn.execute(f"DROP TRIGGER chunks_{trigger}")
     conn.execute("DROP TABLE chunks_fts")
     conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = ''")
