@@ -14,11 +14,12 @@ from helpers.text.hubs import hub_score
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
 # rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs;
-# skipped_files and jobs.skipped_detail, see rag_skipped).
+# skipped_files and jobs.skipped_detail, see rag_skipped; migration 8 keeps chunks_fts's name and
+# MATCH syntax, and the channels rank it with default bm25 weights).
 READABLE_FROM_VERSION = 2
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -203,9 +204,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_words USING fts5(
     norm, content = 'chunks', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 0'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_words_vocab USING fts5vocab(chunks_words, 'row');
-CREATE TRIGGER IF NOT EXISTS chunks_words_ai AFTER INSERT ON chunks BEGIN
-    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
-END;
 CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
     INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
 END;
@@ -288,7 +286,75 @@ CREATE INDEX IF NOT EXISTS skipped_files_reason ON skipped_files(reason, ext);
 -- breakdown without one job error per skipped file.
 ALTER TABLE jobs ADD COLUMN skipped_detail TEXT;
 """,
+    8: """
+-- Each text stored once: the trigram index reads chunks.norm (external content) instead of
+-- keeping its own copy of it, and no longer indexes the document's title and path again in
+-- every chunk row (the filename channel has them once per document in doc_names_fts; measured:
+-- no MRR@10 or R@8 change on any eval set, bench/RESULTS.md "Lexical sync speed and index size").
+-- The old table goes at once; its rows come back batch by batch (rag_db.backfill_trigram, from
+-- the id in meta 'trigram_backfill_next'), so no reader or cancel waits behind one long
+-- transaction. Until then the triggers (and index_new_chunks) leave rows at or past that id to
+-- the backfill.
+DROP TABLE IF EXISTS chunks_fts;
+
+-- chunks.norm becomes a generated column: norm_stored holds fold(text) only where SQLite's
+-- lower(text) (ASCII A-Z) would not give it, else '' (rag_sync_write.stored_norm), so English
+-- text is not stored twice. Rows written before keep their stored copy until re-synced. The
+-- delete and update triggers are recreated over the generated column. New chunks enter
+-- chunks_words, chunks_ocr_fts and chunks_fts through rag_db.index_new_chunks, one
+-- INSERT ... SELECT per write, not through insert triggers: FTS5 flushes its pending terms at
+-- every trigger statement, and the triggers made a first sync ~1.9x slower
+-- (bench/RESULTS.md "Lexical sync speed and index size").
+DROP TRIGGER IF EXISTS chunks_words_ai;
+DROP TRIGGER IF EXISTS chunks_words_ad;
+DROP TRIGGER IF EXISTS chunks_words_au;
+DROP TRIGGER IF EXISTS chunks_ocr_ai;
+DROP TRIGGER IF EXISTS chunks_ocr_ad;
+DROP TRIGGER IF EXISTS chunks_ocr_au;
+ALTER TABLE chunks RENAME COLUMN norm TO norm_stored;
+ALTER TABLE chunks ADD COLUMN norm TEXT GENERATED ALWAYS AS (
+    CASE WHEN norm_stored = '' THEN lower(text) ELSE norm_stored END
+) VIRTUAL;
+CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_words_au AFTER UPDATE OF norm_stored, text ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_ad AFTER DELETE ON chunks WHEN old.ocr = 1 BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_au AFTER UPDATE OF norm_stored, text, ocr ON chunks BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm)
+    SELECT 'delete', old.id, old.norm WHERE old.ocr = 1;
+    INSERT INTO chunks_ocr_fts(rowid, norm) SELECT new.id, new.norm WHERE new.ocr = 1;
+END;
+
+CREATE VIRTUAL TABLE chunks_fts USING fts5(
+    norm, content = 'chunks', content_rowid = 'id', tokenize = 'trigram case_sensitive 0'
+);
+CREATE TRIGGER IF NOT EXISTS chunks_fts_ad AFTER DELETE ON chunks WHEN NOT EXISTS (
+    SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
+) BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_au AFTER UPDATE OF norm_stored, text ON chunks
+WHEN NOT EXISTS (
+    SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
+) BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+    INSERT INTO chunks_fts(rowid, norm) VALUES (new.id, new.norm);
+END;
+INSERT INTO meta(key, value)
+SELECT 'trigram_backfill_next', '0' WHERE EXISTS (SELECT 1 FROM chunks);
+""",
 }
+TRIGRAM_BACKFILL_KEY = "trigram_backfill_next"
+# Chunk rows indexed per backfill transaction: ~0.3 ms each (one trigram row), so well under a
+# second of write lock, with BACKFILL_PAUSE_S between batches for a waiting cancel or heartbeat.
+TRIGRAM_BACKFILL_ROWS = 2000
+BACKFILL_PAUSE_S = 0.12  # as rag_sync_write.BATCH_PAUSE_S: SQLite retries a busy writer per 100 ms
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
 
 
@@ -412,7 +478,68 @@ def migrate(conn: sqlite3.Connection) -> int:
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('created_at', ?)",
                 (str(time.time()),),
             )
+    backfill_trigram(conn)
     return SCHEMA_VERSION
+
+
+def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> None:
+    """Inside a write transaction: the word, OCR and trigram rows of the chunks just inserted with
+    ids first_id..last_id (migration 8; rows at or past a pending backfill's cursor are the
+    backfill's)."""
+    conn.execute(
+        "INSERT INTO chunks_words(rowid, norm) SELECT id, norm FROM chunks "
+        "WHERE id >= ? AND id <= ?",
+        (first_id, last_id),
+    )
+    conn.execute(
+        "INSERT INTO chunks_ocr_fts(rowid, norm) SELECT id, norm FROM chunks "
+        "WHERE id >= ? AND id <= ? AND ocr = 1",
+        (first_id, last_id),
+    )
+    conn.execute(
+        "INSERT INTO chunks_fts(rowid, norm) SELECT id, norm FROM chunks WHERE id >= ? AND id <= ? "
+        "AND id < COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), id + 1)",
+        (first_id, last_id, TRIGRAM_BACKFILL_KEY),
+    )
+
+
+def backfill_trigram(conn: sqlite3.Connection) -> int:
+    """Index the chunks migration 8 left to the trigram backfill, TRIGRAM_BACKFILL_ROWS per
+    transaction (resumed by whoever opens the index next after a kill); returns rows indexed.
+
+    The cursor is read under the write lock, so two processes opening the index at once
+    share the work instead of indexing a row twice."""
+    pending = conn.execute("SELECT 1 FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,))
+    if pending.fetchone() is None:  # the usual case: no write lock taken
+        return 0
+    done = 0
+    while True:
+        with write_transaction(conn):
+            row = conn.execute(
+                "SELECT value FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,)
+            ).fetchone()
+            if row is None:
+                return done
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT id FROM chunks WHERE id >= ? ORDER BY id LIMIT ?",
+                    (int(row[0]), TRIGRAM_BACKFILL_ROWS),
+                )
+            ]
+            if not ids:
+                conn.execute("DELETE FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,))
+                return done
+            conn.execute(
+                "INSERT INTO chunks_fts(rowid, norm) SELECT id, norm FROM chunks "
+                "WHERE id >= ? AND id <= ?",
+                (ids[0], ids[-1]),
+            )
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = ?", (str(ids[-1] + 1), TRIGRAM_BACKFILL_KEY)
+            )
+            done += len(ids)
+        time.sleep(BACKFILL_PAUSE_S)
 
 
 def _split_statements(script: str) -> list[str]:

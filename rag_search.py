@@ -28,7 +28,6 @@ from pathlib import Path
 
 from helpers.extract.blocks import Location
 from helpers.lexical.channels import (
-    BM25_COLUMN_WEIGHTS,
     channel_bm25,
     channel_exact,
     channel_sections,
@@ -52,7 +51,6 @@ from helpers.lexical.variants import channel_variants
 from rag_results import ChannelRank, Hit, SearchResult
 
 __all__ = [
-    "BM25_COLUMN_WEIGHTS",
     "CHANNEL_DEPTH",
     "CHANNEL_WEIGHTS",
     "LEXICAL_CHANNELS",

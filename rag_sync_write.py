@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import string
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -29,10 +30,10 @@ from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
-from rag_db import write_transaction
+from rag_db import index_new_chunks, write_transaction
 
-# Rows written (or deleted) per transaction: ~0.4-0.7 ms per chunk row with its three FTS
-# entries on this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
+# Rows written (or deleted) per transaction: ~0.3-0.7 ms per chunk row with its FTS entries on
+# this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
 SINGLE_TRANSACTION_CHUNKS = 2_000
 STAGE_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_CHUNKS = 2_000
@@ -142,7 +143,7 @@ def write_document(
                 _delete_document_rows(conn, doc_id)
             doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
             _write_doc_name(conn, doc_id, entry.rel_path)
-            _insert_sections(conn, doc_id, entry.rel_path, content, 0, content.sections)
+            _insert_sections(conn, doc_id, 0, content.sections)
         return
     _write_staged(conn, entry, sha256, content, observer)
 
@@ -168,7 +169,7 @@ def _write_staged(
         for batch in _batches(content.sections, STAGE_BATCH_CHUNKS):
             check_cancel()
             with write_transaction(conn):
-                chunks = _insert_sections(conn, staged_id, entry.rel_path, content, ordinal, batch)
+                chunks = _insert_sections(conn, staged_id, ordinal, batch)
                 conn.execute(
                     "UPDATE documents SET section_count = section_count + ?, "
                     "chunk_count = chunk_count + ? WHERE id = ?",
@@ -305,7 +306,6 @@ def discard_document(
             ]
             if ids:
                 marks = ",".join("?" * len(ids))
-                conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", ids)
                 conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", ids)
                 conn.execute(
                     "UPDATE documents SET chunk_count = chunk_count - ? WHERE id = ?",
@@ -329,10 +329,7 @@ def discard_document(
 
 
 def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
-    conn.execute(
-        "DELETE FROM chunks_fts WHERE rowid IN (SELECT id FROM chunks WHERE document_id = ?)",
-        (doc_id,),
-    )
+    # The full-text rows leave with their chunks through triggers (migrations 2, 4 and 8).
     conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
     conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
 
@@ -394,54 +391,78 @@ def _upsert_document(
 def _insert_sections(
     conn: sqlite3.Connection,
     doc_id: int,
-    rel_path: str,
-    content: DocumentContent,
     first_ordinal: int,
     sections: Sequence[Section],
 ) -> int:
-    """Insert sections (numbered from `first_ordinal`) and their chunks, indexed under
-    `rel_path` (a staged row's future path); returns the number of chunks."""
-    folded_path = fold(rel_path)
-    folded_title = fold(content.title)
-    chunks = 0
+    """Insert sections (numbered from `first_ordinal`) and their chunks; returns the number of
+    chunks. Inside a write transaction: ids are allocated here (MAX + 1, what SQLite itself
+    would pick), so every table gets one executemany instead of a statement per row."""
+    section_id = _next_id(conn, "sections")
+    chunk_id = _next_id(conn, "chunks")
+    section_rows: list[tuple[object, ...]] = []
+    chunk_rows: list[tuple[object, ...]] = []
+    cjk_rows: list[tuple[int, str]] = []
     for ordinal, section in enumerate(sections, start=first_ordinal):
-        section_id = conn.execute(
-            "INSERT INTO sections(document_id, ordinal, text, location, hub) VALUES (?,?,?,?,?)",
+        section_rows.append(
             (
+                section_id,
                 doc_id,
                 ordinal,
                 section.text,
                 json.dumps(section.location.to_dict()),
                 hub_score(section.text),
-            ),
-        ).lastrowid
+            )
+        )
         for child_ordinal, child in enumerate(section.children):
             norm = fold(child.text)
-            chunk_id = conn.execute(
-                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
-                "location, ocr) VALUES (?,?,?,?,?,?,?,?)",
+            chunk_rows.append(
                 (
+                    chunk_id,
                     doc_id,
                     section_id,
                     child_ordinal,
                     child.text,
-                    norm,
+                    stored_norm(child.text, norm),
                     hashlib.sha256(child.text.encode()).hexdigest(),
                     json.dumps(child.location.to_dict()),
                     int(child.ocr),
-                ),
-            ).lastrowid
-            conn.execute(
-                "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?,?,?,?)",
-                (chunk_id, folded_title, folded_path, norm),
+                )
             )
             grams = cjk_index_text(norm)
             if grams:
-                conn.execute("INSERT INTO chunks_cjk(rowid, grams) VALUES (?,?)", (chunk_id, grams))
-            chunks += 1
-    # chunks_words and chunks_ocr_fts follow the chunks rows through triggers (migration 2);
-    # chunks_cjk rows leave with their chunk through a trigger (migration 4).
-    return chunks
+                cjk_rows.append((chunk_id, grams))
+            chunk_id += 1
+        section_id += 1
+    conn.executemany(
+        "INSERT INTO sections(id, document_id, ordinal, text, location, hub) VALUES (?,?,?,?,?,?)",
+        section_rows,
+    )
+    conn.executemany(
+        "INSERT INTO chunks(id, document_id, section_id, ordinal, text, norm_stored, text_hash, "
+        "location, ocr) VALUES (?,?,?,?,?,?,?,?,?)",
+        chunk_rows,
+    )
+    if chunk_rows:
+        index_new_chunks(conn, chunk_rows[0][0], chunk_rows[-1][0])
+    if cjk_rows:
+        conn.executemany("INSERT INTO chunks_cjk(rowid, grams) VALUES (?,?)", cjk_rows)
+    # chunks_ocr_fts follows the chunks rows through triggers; every full-text row leaves with
+    # its chunk through a trigger (migrations 2, 4 and 8).
+    return len(chunk_rows)
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def stored_norm(text: str, norm: str) -> str:
+    """What chunks.norm_stored keeps of `norm` = fold(text): '' when SQLite's lower() (ASCII
+    letters only, also with ICU on this subset) gives it from the text (migration 8), so most
+    English text is stored once."""
+    return "" if norm == text.translate(_ASCII_LOWER) else norm
+
+
+def _next_id(conn: sqlite3.Connection, table: str) -> int:
+    return int(conn.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}").fetchone()[0])
 
 
 def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> None:

@@ -55,17 +55,14 @@ def build(db: Path, chunks: int) -> None:
                 (i, text),
             ).lastrowid
             cid = conn.execute(
-                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
-                "location, ocr) VALUES (1, ?, 0, ?, ?, ?, '{}', 0)",
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, "
+                "text_hash, location, ocr) VALUES (1, ?, 0, ?, ?, ?, '{}', 0)",
                 (section, text, text, str(i)),
             ).lastrowid
             conn.execute(
-                "INSERT INTO chunks_fts(rowid, title, path, body) VALUES (?, 'zh', 'zh.md', ?)",
-                (cid, text),
-            )
-            conn.execute(
                 "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)", (cid, index_text(text))
             )
+        rag_db.index_new_chunks(conn, 1, chunks)
     conn.close()
 
 

@@ -142,8 +142,38 @@ def no_state_in_the_real_home() -> object:
     assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
 
 
+def undo_migration_8(conn: sqlite3.Connection) -> None:
+    """An index as schema 7 left it: chunks.norm a stored copy of fold(text), chunks_fts a
+    plain trigram table over the folded title, path and chunk text, one copy of each per chunk,
+    written by the sync (no triggers)."""
+    import rag_db
+    from helpers.text.normalize import fold
+
+    conn.create_function("fold", 1, fold, deterministic=True)
+    for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ad", "ocr_au"):
+        conn.execute(f"DROP TRIGGER chunks_{trigger}")
+    conn.execute("DROP TABLE chunks_fts")
+    conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = ''")
+    conn.execute("ALTER TABLE chunks DROP COLUMN norm")
+    conn.execute("ALTER TABLE chunks RENAME COLUMN norm_stored TO norm")
+    for statement in rag_db._split_statements(rag_db._MIGRATIONS[2]):
+        if statement.startswith("CREATE TRIGGER IF NOT EXISTS chunks_"):
+            conn.execute(statement)
+    conn.execute(
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5("
+        "title, path, body, tokenize = 'trigram case_sensitive 0')"
+    )
+    conn.execute(
+        "INSERT INTO chunks_fts(rowid, title, path, body) SELECT c.id, fold(d.title), "
+        "fold(d.path), c.norm FROM chunks c JOIN documents d ON d.id = c.document_id"
+    )
+    conn.execute("DELETE FROM meta WHERE key = 'trigram_backfill_next'")
+    conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+
+
 def undo_migration_7(conn: sqlite3.Connection) -> None:
     """An index as schema 6 left it (no skipped_files, no jobs.skipped_detail)."""
+    undo_migration_8(conn)
     conn.execute("DROP TABLE skipped_files")
     conn.execute("ALTER TABLE jobs DROP COLUMN skipped_detail")
     conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")

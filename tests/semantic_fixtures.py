@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+import rag_db
+
 REAL_MODEL_DIR = Path(__file__).resolve().parents[2] / "shared/models/multilingual-e5-small-int8"
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared/eval"
 # Texts the tokenizers are known to treat specially: normalisation, unknown pieces, whitespace.
@@ -220,8 +222,8 @@ def add_document(conn: sqlite3.Connection, path: str, texts: Sequence[str]) -> l
     for ordinal, text in enumerate(texts):
         ids.append(
             conn.execute(
-                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm, text_hash, "
-                "location) VALUES (?, ?, ?, ?, ?, ?, '{}')",
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, "
+                "text_hash, location) VALUES (?, ?, ?, ?, ?, ?, '{}')",
                 (
                     doc,
                     section,
@@ -232,6 +234,7 @@ def add_document(conn: sqlite3.Connection, path: str, texts: Sequence[str]) -> l
                 ),
             ).lastrowid
         )
+    rag_db.index_new_chunks(conn, ids[0], ids[-1])
     conn.execute("COMMIT")
     return ids
 
@@ -240,6 +243,6 @@ def set_chunk_text(conn: sqlite3.Connection, chunk_id: int, text: str) -> None:
     import hashlib
 
     conn.execute(
-        "UPDATE chunks SET text = ?, norm = ?, text_hash = ? WHERE id = ?",
+        "UPDATE chunks SET text = ?, norm_stored = ?, text_hash = ? WHERE id = ?",
         (text, text.lower(), hashlib.sha256(text.encode("utf-8")).hexdigest(), chunk_id),
     )

@@ -149,7 +149,7 @@ def test_a_file_refused_after_reading_leaves_the_index_and_is_reported(
     ]
     with closing(sqlite3.connect(config.db_path)) as conn:
         assert (
-            conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE body LIKE '%changed%'").fetchone()[
+            conn.execute("SELECT COUNT(*) FROM chunks_fts WHERE norm LIKE '%changed%'").fetchone()[
                 0
             ]
             == 0

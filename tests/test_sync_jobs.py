@@ -38,14 +38,14 @@ def index_is_consistent(db_path: Path) -> None:
             "SELECT d.id, d.path, d.status, d.chunk_count, d.section_count, "
             "(SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunks, "
             "(SELECT COUNT(*) FROM sections s WHERE s.document_id = d.id) AS sections, "
-            "(SELECT COUNT(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+            "(SELECT COUNT(*) FROM chunks_fts_docsize f JOIN chunks c ON c.id = f.id "
             " WHERE c.document_id = d.id) AS fts FROM documents d"
         ).fetchall()
         for r in rows:
             assert r["chunks"] == r["chunk_count"] == r["fts"], dict(r)
             assert r["sections"] == r["section_count"], dict(r)
         orphans = conn.execute(
-            "SELECT COUNT(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)"
+            "SELECT COUNT(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)"
         ).fetchone()[0]
         assert orphans == 0
     finally:

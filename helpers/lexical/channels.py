@@ -21,10 +21,10 @@ from helpers.lexical.query_terms import TRIGRAM_MIN_CHARS, TermGroup
 from helpers.text.cjk import is_hangul
 from helpers.text.normalize import has_thai
 
-# bm25() column weights for chunks_fts (title, path, body): a term in the title or path says
-# more about the whole document than one occurrence in the body.
-BM25_COLUMN_WEIGHTS = (3.0, 2.0, 1.0)
-TRIGRAM_RANK = "bm25({}, {}, {})".format(*BM25_COLUMN_WEIGHTS)
+# chunks_fts holds the chunk text only (migration 8): the title and path, indexed again in every
+# chunk row until schema 7 with bm25 weights 3 and 2, moved no MRR@10 or R@8 of any eval set
+# (bench/RESULTS.md "Lexical sync speed and index size"); the filename channel ranks paths once
+# per document. So the trigram channels rank by the default bm25() of the body.
 # The exact channel's all-terms part: with more terms than this, hardly any chunk holds them
 # all and partial BM25 ranking is better (measured on debfaq/pyfaq/manru).
 EXACT_ALL_MAX_GROUPS = 2
@@ -162,7 +162,7 @@ def _sections(ctx: SearchContext) -> ChannelResult:
     return ChannelResult("sections", ranked, source.coverage)
 
 
-# -- bm25: trigram over title, path, body ------------------------------------------------------
+# -- bm25: trigram over the chunk text ---------------------------------------------------------
 def trigram_groups(ctx: SearchContext) -> list[TermGroup]:
     """Groups only a substring search serves: Thai words, terms the word index cannot express
     (c++), and words or identifier parts the word index does not hold (compound parts, odd
@@ -190,7 +190,7 @@ def _bm25(ctx: SearchContext) -> ChannelResult:
     forms = [f for g in groups for f in g.substrings()]
     if not forms:
         return ChannelResult("bm25", [])
-    ranked = ctx.ranked_match("chunks_fts", fts_any(forms), rank=TRIGRAM_RANK)
+    ranked = ctx.ranked_match("chunks_fts", fts_any(forms))
     return ChannelResult("bm25", ranked, len(groups) / len(ctx.query.content))
 
 
@@ -254,7 +254,7 @@ def _phrase_hits(ctx: SearchContext) -> list[tuple[int, float]]:
         forms = [f for f in dict.fromkeys(forms) if len(f) >= TRIGRAM_MIN_CHARS]
         if not forms:
             return []
-        return ctx.ranked_match("chunks_fts", fts_any(forms), rank=TRIGRAM_RANK)
+        return ctx.ranked_match("chunks_fts", fts_any(forms))
     words = [w for g in query.groups for w in _WORD.findall(g.text)]
     if len(words) < 2:
         return []
@@ -267,7 +267,7 @@ def _all_terms_hits(ctx: SearchContext, groups: tuple[TermGroup, ...]) -> list[t
         if len(clauses) < len(groups):
             return []
         match = " AND ".join(f"({c})" for c in clauses)
-        return ctx.ranked_match("chunks_fts", match, rank=TRIGRAM_RANK)
+        return ctx.ranked_match("chunks_fts", match)
     match = " AND ".join(f"({' OR '.join(word_forms(g))})" for g in groups)
     return ctx.ranked_match("chunks_words", match)
 

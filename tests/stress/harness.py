@@ -56,7 +56,7 @@ def index_problems(db_path: Path) -> list[str]:
             "SELECT d.path, d.chunk_count, d.section_count, "
             "(SELECT COUNT(*) FROM chunks c WHERE c.document_id = d.id) AS chunks, "
             "(SELECT COUNT(*) FROM sections s WHERE s.document_id = d.id) AS sections, "
-            "(SELECT COUNT(*) FROM chunks_fts f JOIN chunks c ON c.id = f.rowid "
+            "(SELECT COUNT(*) FROM chunks_fts_docsize f JOIN chunks c ON c.id = f.id "
             " WHERE c.document_id = d.id) AS fts FROM documents d"
         ).fetchall()
         for r in rows:
@@ -65,7 +65,7 @@ def index_problems(db_path: Path) -> list[str]:
             if r["sections"] != r["section_count"]:
                 problems.append(f"{r['path']}: sections {dict(r)}")
         orphans = conn.execute(
-            "SELECT COUNT(*) FROM chunks_fts WHERE rowid NOT IN (SELECT id FROM chunks)"
+            "SELECT COUNT(*) FROM chunks_fts_docsize WHERE id NOT IN (SELECT id FROM chunks)"
         ).fetchone()[0]
         if orphans:
             problems.append(f"{orphans} FTS rows without a chunk")

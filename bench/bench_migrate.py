@@ -1,0 +1,68 @@
+"""How long an existing index's migration holds the write lock (run by hand).
+
+    python bench/bench_migrate.py INDEX.sqlite3
+
+Copies the index (never touches the original), opens the copy with rag_db.open_index and
+reports every write transaction of the migration and of its batched backfill: the longest is the
+longest a cancel_sync or heartbeat waits. Then checks the trigram index against the chunks and
+reports the file size before and after a VACUUM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import rag_db  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("index", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-migrate-") as work:
+        db = Path(work) / "index.sqlite3"
+        with closing(sqlite3.connect(args.index)) as source, closing(sqlite3.connect(db)) as copy:
+            source.backup(copy)
+            before = rag_db.schema_version(copy)
+        size = db.stat().st_size
+        real = rag_db.write_transaction
+        seconds: list[float] = []
+
+        @contextmanager
+        def timed(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+            start = time.perf_counter()
+            with real(conn) as inner:
+                yield inner
+            seconds.append(time.perf_counter() - start)
+
+        rag_db.write_transaction = timed  # type: ignore[assignment]
+        start = time.perf_counter()
+        conn = rag_db.open_index(db)
+        wall = time.perf_counter() - start
+        rag_db.write_transaction = real
+        chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        print(f"{args.index}: schema {before} -> {rag_db.schema_version(conn)}, {chunks} chunks")
+        if seconds:
+            print(
+                f"  open_index {wall:.1f} s, {len(seconds)} write transactions, "
+                f"longest {max(seconds):.2f} s, first {seconds[0]:.2f} s"
+            )
+        conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        conn.execute("VACUUM")
+        conn.close()
+        print(f"  trigram index matches chunks; file {size / 1e6:.1f} MB -> ", end="")
+        print(f"{db.stat().st_size / 1e6:.1f} MB after VACUUM")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""Migration 8 turns an index as schema 7 wrote it (a plain trigram table holding its own copy of
+every chunk's text plus the title and path) into one external-content table over chunks.norm,
+batch by batch; a killed backfill resumes, and writes during it leave a consistent index."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from conftest import make_config, undo_migration_8, write_corpus
+
+import rag_db
+import rag_search
+import rag_service
+from helpers.text.normalize import fold
+from rag_config import Config
+
+# Trigram-channel queries (a Thai word, an identifier the word index cannot express, a
+# substring inside words) and word queries: the same hits before and after the migration.
+QUERIES = ("สิทธิ", "c++", "invoic", "budget meeting", "termination notice", "note-00003")
+
+
+@pytest.fixture
+def synced(tmp_path: Path) -> Config:
+    docs = tmp_path / "docs"
+    write_corpus(docs, 12, 200)
+    (docs / "thai.md").write_text("# สิทธิมนุษยชน\n\nทุกคนมีสิทธิและเสรีภาพ\n", "utf-8")
+    (docs / "code.md").write_text("# Languages\n\nWe write c++ and rust here.\n", "utf-8")
+    config = make_config(docs, tmp_path / "state")
+    assert rag_service.sync_kb_blocking(config).state == "succeeded"
+    return config
+
+
+def _hits(db: Path) -> dict[str, list[tuple[str, str]]]:
+    with closing(rag_db.connect(db, readonly=True)) as conn:
+        return {
+            q: [
+                (h.path, h.section_id)
+                for h in rag_search.search(conn, q, rag_search.SearchOptions(mode="lexical")).hits
+            ]
+            for q in QUERIES
+        }
+
+
+def _schema_7_copy(config: Config, target: Path) -> Path:
+    target.mkdir()
+    db = target / "index.sqlite3"
+    with closing(sqlite3.connect(config.db_path)) as source, closing(sqlite3.connect(db)) as out:
+        source.backup(out)
+        undo_migration_8(out)
+        out.commit()
+    return db
+
+
+def _consistent(conn: sqlite3.Connection) -> None:
+    """FTS5 compares every chunks_fts and chunks_words entry with chunks.norm (rank 1: against
+    the content), and the generated norm is fold(text) for every row, stored copy or not."""
+    conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+    conn.execute("INSERT INTO chunks_words(chunks_words, rank) VALUES ('integrity-check', 1)")
+    indexed = conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
+    assert indexed == conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    for text, norm in conn.execute("SELECT text, norm FROM chunks"):
+        assert norm == fold(text), text
+
+
+def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
+    synced: Config, tmp_path: Path, monkeypatch
+) -> None:
+    fresh = _hits(synced.db_path)
+    assert all(fresh.values()), fresh
+    with closing(sqlite3.connect(synced.db_path)) as conn:
+        own, total = conn.execute("SELECT SUM(norm_stored != ''), COUNT(*) FROM chunks").fetchone()
+    assert own < total / 10  # lower-cased ASCII and Thai: the text is stored once
+    db = _schema_7_copy(synced, tmp_path / "old")
+    with closing(sqlite3.connect(db)) as old:
+        tables = {r[0] for r in old.execute("SELECT name FROM sqlite_master")}
+        chunks = old.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    assert "chunks_fts_content" in tables  # schema 7's own copy of the text
+    pauses: list[float] = []
+    monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 7)
+    monkeypatch.setattr(rag_db.time, "sleep", pauses.append)
+    with closing(rag_db.open_index(db)) as conn:
+        assert rag_db.schema_version(conn) == 8
+        assert len(pauses) == math.ceil(chunks / 7)  # one short transaction per batch
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        assert "chunks_fts_content" not in tables
+        assert (
+            conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()
+            is None
+        )
+        _consistent(conn)
+    assert _hits(db) == fresh
+
+
+class _Killed(BaseException):
+    pass
+
+
+def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
+    synced: Config, tmp_path: Path, monkeypatch
+) -> None:
+    db = _schema_7_copy(synced, tmp_path / "old")
+    monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 5)
+
+    def killed(_seconds: float) -> None:
+        raise _Killed
+
+    monkeypatch.setattr(rag_db.time, "sleep", killed)
+    with pytest.raises(_Killed):
+        rag_db.open_index(db)  # migrated, then killed after the first batch
+    monkeypatch.setattr(rag_db.time, "sleep", lambda _s: None)
+    with closing(rag_db.connect(db)) as conn:
+        cursor = int(
+            conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()[0]
+        )
+        assert conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0] == 5
+        first = conn.execute("SELECT document_id FROM chunks WHERE id < ? LIMIT 1", (cursor,))
+        last = conn.execute("SELECT document_id FROM chunks ORDER BY id DESC LIMIT 1")
+        gone = {first.fetchone()[0], last.fetchone()[0]}
+        thai = conn.execute("SELECT id FROM documents WHERE path = 'thai.md'").fetchone()[0]
+        gone.discard(thai)
+        with rag_db.write_transaction(conn):  # a sync's writes while the backfill is pending
+            for doc_id in gone:
+                conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))  # cascades
+            conn.execute(
+                "UPDATE chunks SET text = text || ' zyxwvut', norm_stored = norm || ' zyxwvut' "
+                "WHERE document_id = ?",
+                (thai,),
+            )
+            new_id = conn.execute(
+                "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, "
+                "text_hash, location) SELECT document_id, section_id, 99, 'Qwertzy added', "
+                "'qwertzy added', '', '{}' FROM chunks WHERE document_id = ? LIMIT 1",
+                (thai,),
+            ).lastrowid
+            rag_db.index_new_chunks(conn, new_id, new_id)
+    with closing(rag_db.open_index(db)) as conn:
+        assert (
+            conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()
+            is None
+        )
+        _consistent(conn)
+        found = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH '\"zyxwvut\"'")
+        assert [r[0] for r in found]
+        found = conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH '\"qwertzy\"'")
+        assert [r[0] for r in found] == [new_id]
+        left = {r[0] for r in conn.execute("SELECT DISTINCT document_id FROM chunks")}
+        assert not gone & left
