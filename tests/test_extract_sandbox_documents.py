@@ -6,14 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import RecordingObserver
 from format_fixtures import write_text_pdf
 from secret_fixtures import SECRETS
 
+import rag_sync
 from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits
 from helpers.extract.document import decode_document, encode_document, read_document
 from helpers.extract.registry import extractor_for
 from helpers.extract.sandbox import SandboxedExtractor
 from helpers.secrets import MostlySecret
+from rag_db import open_index
 from tests.test_extract_pdf_structure import BOOKMARKS, LABELS, manual_pages, write_structured_pdf
 
 
@@ -96,3 +99,37 @@ def test_a_corrupt_prefetched_pdf_fails_in_its_turn_and_the_next_file_is_read(
     with pytest.raises(ExtractionError, match="corrupt or unreadable PDF"):
         sandbox.read_document(bad, no_cancel)
     assert sandbox.read_document(good, no_cancel) == in_process(good)
+
+
+def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write_text_pdf(docs / "a.pdf", [["alpha invoice first page"], ["alpha invoice second page"]])
+    (docs / "b.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 500)
+    write_structured_pdf(docs / "c.pdf", manual_pages(), BOOKMARKS, LABELS)
+    write_text_pdf(docs / "d.pdf", [["delta closing page of the set"]])
+    hashed: list[str] = []
+    real_hash = rag_sync.file_sha256
+    monkeypatch.setattr(
+        rag_sync, "file_sha256", lambda e, o=None: hashed.append(e.rel_path) or real_hash(e, o)
+    )
+    box = SandboxedExtractor(ExtractLimits(), None)
+    prefetched: list[str] = []
+    real_prefetch = box.prefetch
+    box.prefetch = lambda p: prefetched.append(p.name) or real_prefetch(p)  # type: ignore[method-assign]
+    conn = open_index(tmp_path / "index.sqlite3")
+    counts: dict[str, int] = {}
+    recorder = RecordingObserver()
+    try:
+        rag_sync.sync_files(conn, docs, "", ExtractContext(), recorder, counts, box)
+    finally:
+        box.close()
+    assert sorted(hashed) == ["a.pdf", "b.pdf", "c.pdf", "d.pdf"]  # each once, ahead or not
+    assert prefetched == ["b.pdf", "d.pdf"]  # after a.pdf and c.pdf were read (b.pdf failed)
+    assert counts["added"] == 3 and counts["failed"] == 1
+    assert "corrupt or unreadable PDF" in recorder.errors["b.pdf"]
+    rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
+    assert rows == {"a.pdf": "indexed", "b.pdf": "failed", "c.pdf": "indexed", "d.pdf": "indexed"}
+    conn.close()
