@@ -29,7 +29,7 @@ from helpers.extract.blocks import (
 from helpers.extract.document import read_document
 from helpers.extract.failures import extraction_failure
 from helpers.extract.registry import format_of
-from helpers.extract.sandbox import SandboxedExtractor
+from helpers.extract.sandbox import PREFETCH_FILES, SandboxedExtractor
 from helpers.safety import (
     FileEntry,
     FileReplaced,
@@ -325,12 +325,16 @@ def sync_files(
         observer.check_cancel()
         observer.on_file_start(entry.rel_path)
         old = plan.existing.get(entry.rel_path)
-        following = candidates[number + 1] if number + 1 < len(candidates) else None
+        following = candidates[number + 1 : number + 1 + PREFETCH_FILES]
 
-        def read_ahead(following: FileEntry | None = following) -> None:
-            if following is not None and sandbox is not None:
-                old_next = plan.existing.get(following.rel_path)
-                _read_ahead(conn, following, old_next, ctx, observer, sandbox, hashed)
+        def read_ahead(following: list[FileEntry] = following) -> None:
+            for entry_ahead in following if sandbox is not None else ():
+                if entry_ahead.rel_path in hashed:
+                    continue
+                if not sandbox.can_prefetch():
+                    return  # later files wait: the child must get them in their order
+                old_ahead = plan.existing.get(entry_ahead.rel_path)
+                _read_ahead(conn, entry_ahead, old_ahead, ctx, observer, sandbox, hashed)
 
         try:
             outcome, error = _sync_one(
@@ -471,8 +475,9 @@ def _read_ahead(
     sandbox: SandboxedExtractor,
     hashed: dict[str, str | OSError],
 ) -> None:
-    """Hash the next file and, when it will be read through the sandbox, have the child start
-    on it while this process writes the current one (two cores: reading overlaps writing).
+    """Hash a file ahead of its turn and, when it will be read through the sandbox, have the
+    child start on it while this process writes the current one (two cores: reading overlaps
+    writing; the child takes the requests in order).
     Only a file that is read anyway is started, so an unchanged folder costs nothing more."""
     if entry.size > ctx.limits.max_file_bytes or not _sandboxed(entry):
         return

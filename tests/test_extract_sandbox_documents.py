@@ -56,8 +56,10 @@ def test_a_prefetched_file_is_read_once_and_a_file_not_prefetched_still_comes_ba
     first = write_text_pdf(tmp_path / "a.pdf", [["alpha page one"], ["alpha page two"]])
     second = write_text_pdf(tmp_path / "b.pdf", [["bravo only page"]])
     sandbox.prefetch(first)
-    sandbox.prefetch(second)  # already a file ahead: ignored
+    sandbox.prefetch(first)  # already asked for: ignored
+    sandbox.prefetch(second)
     assert sandbox.read_document(first, no_cancel) == in_process(first)
+    assert sandbox.read_document(second, no_cancel) == in_process(second)
     # prefetched, then another file asked for: the unwanted answer is dropped, not mixed in
     sandbox.prefetch(first)
     assert sandbox.read_document(second, no_cancel) == in_process(second)
@@ -127,7 +129,7 @@ def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
     finally:
         box.close()
     assert sorted(hashed) == ["a.pdf", "b.pdf", "c.pdf", "d.pdf"]  # each once, ahead or not
-    assert prefetched == ["b.pdf", "d.pdf"]  # after a.pdf and c.pdf were read (b.pdf failed)
+    assert prefetched == ["b.pdf", "c.pdf", "d.pdf"]  # once a.pdf was read, in their order
     assert counts["added"] == 3 and counts["failed"] == 1
     assert "corrupt or unreadable PDF" in recorder.errors["b.pdf"]
     rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
