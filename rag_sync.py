@@ -21,17 +21,15 @@ import rag_skipped
 from helpers.excludes import RAGIGNORE_NAME, ExcludeRules, rules_in_force
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import (
-    BlockKind,
     ExtractContext,
     ExtractionError,
     ExtractLimits,
-    Location,
-    TextBlock,
     file_too_large,
 )
+from helpers.extract.document import read_document
 from helpers.extract.failures import extraction_failure
 from helpers.extract.registry import format_of
-from helpers.extract.sandbox import SandboxedExtractor
+from helpers.extract.sandbox import PREFETCH_FILES, SandboxedExtractor
 from helpers.safety import (
     FileEntry,
     FileReplaced,
@@ -43,14 +41,11 @@ from helpers.safety import (
 )
 from helpers.secrets import (
     DETECTOR_VERSION,
-    SKIP_MESSAGE,
-    BlockRedactor,
     MostlySecret,
     find_secrets,
 )
 from helpers.skips import ERROR_REASONS, FileSkipped, SkipReason, SkipRecord, SkipTally
-from helpers.text.chunking import CHUNK_SCHEME, build_sections
-from helpers.text.normalize import clean_text
+from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import write_transaction
 from rag_sync_write import (
@@ -84,7 +79,6 @@ __all__ = [  # the write side lives in rag_sync_write; these names stay importab
 ]
 
 HASH_BLOCK_BYTES = 1024 * 1024  # streaming sha256: constant memory for any file size
-TITLE_SCAN_BLOCKS = 40
 # Text formats read by our own streaming code (bounded memory, no C library to hang) stay in the
 # worker: the sandbox round trip would triple their cost. Everything else goes to the sandbox.
 IN_PROCESS_SUFFIXES = frozenset(
@@ -261,8 +255,8 @@ def extract_document(
     observer: SyncObserver,
     sandbox: SandboxedExtractor | None = None,
 ) -> DocumentContent:
-    """Run the format's extractor (in the sandbox child when given) and chunk the blocks;
-    raises ExtractionError for unreadable files."""
+    """Run the format's extractor and chunk its blocks, in the sandbox child when given (the
+    child hands back whole sections); raises ExtractionError for unreadable files."""
     extract = extractors.extractor_for(entry.abs_path)
     if extract is None:
         raise ExtractionError(f"unsupported format: {entry.abs_path.suffix}")
@@ -271,83 +265,27 @@ def extract_document(
         progress = FileProgress(done, total, "page")
         report_file_progress(observer, entry.rel_path, entry.size, progress)
 
-    if sandbox is not None and entry.abs_path.suffix.lower() not in IN_PROCESS_SUFFIXES:
-        source = sandbox.extract(entry.abs_path, observer.check_cancel, on_pages)
-    else:
-        source = extract(entry.abs_path, replace(ctx, on_progress=on_pages))
-    needs_ocr: list[int] = []
-    ocr_pages: set[int] = set()
-    any_ocr = False
-    title: str | None = None
-    budget = ctx.limits.max_text_chars
-    truncated = False
-    # Secrets are redacted here, where every format's blocks pass, before anything is chunked,
-    # stored or embedded (helpers.secrets).
-    redactor = BlockRedactor()
-    headings: dict[tuple[str, ...], tuple[str, ...]] = {}
-
-    def blocks() -> Iterator[TextBlock]:
-        nonlocal title, budget, truncated, any_ocr
-        for index, block in enumerate(source):
-            observer.check_cancel()
-            if block.kind == BlockKind.TRUNCATED:
-                truncated = True  # the extractor stopped at max_text_chars
-                continue
-            if block.kind == BlockKind.NEEDS_OCR:
-                needs_ocr.append(block.location.page or 1)
-                continue
-            text = clean_text(block.text)
-            if not text.strip():
-                continue
-            if block.table_header and block.kind == BlockKind.TABLE_ROW:
-                text = redactor.table_row(text, block.table_header)
-            else:
-                text = redactor.text(text)
-            header = redactor.extra(block.table_header) if block.table_header else None
-            location = _redacted_headings(block.location, redactor, headings)
-            any_ocr |= block.ocr
-            if block.ocr and block.location.page is not None:
-                ocr_pages.add(block.location.page)
-            if title is None and index < TITLE_SCAN_BLOCKS and block.kind == BlockKind.HEADING:
-                title = text.strip()[:200]
-            budget -= len(text)
-            if budget < 0:
-                truncated = True
-                return
-            yield TextBlock(text, location, block.kind, header, block.ocr)
-
     try:
-        sections = list(build_sections(blocks()))
+        if sandbox is not None and _sandboxed(entry):
+            doc = sandbox.read_document(entry.abs_path, observer.check_cancel, on_pages)
+        else:
+            source = extract(entry.abs_path, replace(ctx, on_progress=on_pages))
+            doc = read_document(source, ctx.limits.max_text_chars, observer.check_cancel)
     except (ExtractionError, FileSkipped):
         raise
     except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job
         raise extraction_failure(exc, format_of(entry.abs_path)) from exc
-    if redactor.mostly_secret:
-        raise MostlySecret(SKIP_MESSAGE.format(kinds=redactor.kinds_label()))
     # A single image has no page numbers but is OCR text all the same.
-    ocr_engine = (getattr(ctx.ocr, "engine", None) or "ocr") if any_ocr else None
+    ocr_engine = (getattr(ctx.ocr, "engine", None) or "ocr") if doc.any_ocr else None
     return DocumentContent(
-        title=title or entry.abs_path.stem,
-        sections=sections,
-        needs_ocr_pages=sorted(set(needs_ocr)),
-        ocr_pages=sorted(ocr_pages),
+        title=doc.title or entry.abs_path.stem,
+        sections=doc.sections,
+        needs_ocr_pages=doc.needs_ocr_pages,
+        ocr_pages=doc.ocr_pages,
         ocr_engine=ocr_engine,
-        truncated=truncated,
-        redactions=redactor.redactions,
+        truncated=doc.truncated,
+        redactions=doc.redactions,
     )
-
-
-def _redacted_headings(
-    location: Location, redactor: BlockRedactor, seen: dict[tuple[str, ...], tuple[str, ...]]
-) -> Location:
-    """The location with its heading breadcrumb redacted (computed once per distinct path)."""
-    if not location.heading_path:
-        return location
-    path = seen.get(location.heading_path)
-    if path is None:
-        path = tuple(redactor.extra(h, counted=False) for h in location.heading_path)
-        seen[location.heading_path] = path
-    return location if path == location.heading_path else replace(location, heading_path=path)
 
 
 def sync_files(
@@ -381,12 +319,35 @@ def sync_files(
         should_cancel=lambda: observer.check_cancel() or False,
     )
     purge: list[str] = []  # documents whose old text held a secret this detector version finds
-    for entry in plan.candidates:
+    candidates = plan.candidates
+    hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
+    for number, entry in enumerate(candidates):
         observer.check_cancel()
         observer.on_file_start(entry.rel_path)
         old = plan.existing.get(entry.rel_path)
+        following = candidates[number + 1 : number + 1 + PREFETCH_FILES]
+
+        def read_ahead(following: list[FileEntry] = following) -> None:
+            for entry_ahead in following if sandbox is not None else ():
+                if entry_ahead.rel_path in hashed:
+                    continue
+                if not sandbox.can_prefetch():
+                    return  # later files wait: the child must get them in their order
+                old_ahead = plan.existing.get(entry_ahead.rel_path)
+                _read_ahead(conn, entry_ahead, old_ahead, ctx, observer, sandbox, hashed)
+
         try:
-            outcome, error = _sync_one(conn, entry, old, ctx, observer, sandbox, purge)
+            outcome, error = _sync_one(
+                conn,
+                entry,
+                old,
+                ctx,
+                observer,
+                sandbox,
+                purge,
+                hashed.pop(entry.rel_path, None),
+                read_ahead,
+            )
         except FileSkipped as skip:
             outcome, error = "skipped", None
             _skip_after_reading(conn, entry, old, skip, observer, tally)
@@ -411,15 +372,21 @@ def _sync_one(
     observer: SyncObserver,
     sandbox: SandboxedExtractor | None,
     purge: list[str] | None = None,
+    hashed: str | OSError | None = None,
+    before_write: Callable[[], None] | None = None,
 ) -> tuple[str, str | None]:
     """Index one file; returns (outcome, error message or None). A file that is mostly secret
     material is skipped (its old rows removed); `purge` collects the paths whose previous text,
-    read by an older detector version, held secrets this one redacts."""
+    read by an older detector version, held secrets this one redacts. `hashed` is the file's
+    hash (or the error reading it) when read ahead; `before_write` runs once the file is read,
+    before its rows are written (the caller starts reading the next file there)."""
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:  # plan_sync skips these; a direct caller may not
         raise FileSkipped(SkipReason.TOO_LARGE, _too_large(entry, limits.max_file_bytes).reason)
     try:
-        sha = file_sha256(entry, observer)
+        if isinstance(hashed, OSError):
+            raise hashed
+        sha = hashed if hashed is not None else file_sha256(entry, observer)
     except FileReplaced as exc:
         return "failed", f"{exc}: not read (it is checked again on the next sync)"
     except OSError as exc:
@@ -429,25 +396,12 @@ def _sync_one(
     # Same bytes: keep the rows. Failed files are always retried (the cause may be outside the
     # file: permissions, a missing converter), and scans are retried once OCR is available.
     current_detector = old is not None and old.detector_version == DETECTOR_VERSION
-    if (
-        old is not None
-        and old.sha256 == sha
-        and old.chunk_scheme == CHUNK_SCHEME
-        and current_detector
-        and (old.status == "indexed" or (old.status == "needs_ocr" and ctx.ocr is None))
-    ):
-        update_stat_only(conn, old.id, entry)
+    kept = _kept_as_is(conn, old, sha, ctx)
+    if kept == "same":
+        update_stat_only(conn, old.id, entry)  # type: ignore[union-attr]
         return "unchanged", None
-    # Re-chunking OCR text needs the engine: without it the scan would lose its text.
-    if (
-        old is not None
-        and old.sha256 == sha
-        and old.status == "indexed"
-        and ctx.ocr is None
-        and _has_ocr_text(conn, old.id)
-        and (current_detector or _stored_text_is_clean(conn, old.id))
-    ):
-        update_stat_only(conn, old.id, entry, DETECTOR_VERSION)
+    if kept == "ocr":
+        update_stat_only(conn, old.id, entry, DETECTOR_VERSION)  # type: ignore[union-attr]
         return "unchanged", (
             "kept the previous OCR text: OCR engine unavailable, so the document was not "
             "re-read with the current chunking (it will be once the engine is back; "
@@ -470,6 +424,8 @@ def _sync_one(
     if purge is not None and old is not None and not current_detector and content.redactions:
         mark_purge_pending(conn)  # before the old text is deleted: a cancel cannot lose it
         purge.append(entry.rel_path)
+    if before_write is not None:
+        before_write()
     write_document(conn, entry, sha, content, observer)
     problems = []
     if content.needs_ocr_pages:
@@ -483,6 +439,60 @@ def _sync_one(
             "searchable (hint: split the file)"
         )
     return ("updated" if old is not None else "added"), "; ".join(problems) or None
+
+
+def _kept_as_is(
+    conn: sqlite3.Connection, old: ExistingDoc | None, sha: str, ctx: ExtractContext
+) -> str | None:
+    """ "same" when the stored rows stay (same bytes, scheme and detector; failed files are
+    always retried, scans once OCR is available), "ocr" when stored OCR text is kept because
+    the engine is missing (re-chunking it needs the engine), None when the file is read."""
+    if old is None or old.sha256 != sha:
+        return None
+    current_detector = old.detector_version == DETECTOR_VERSION
+    if (
+        old.chunk_scheme == CHUNK_SCHEME
+        and current_detector
+        and (old.status == "indexed" or (old.status == "needs_ocr" and ctx.ocr is None))
+    ):
+        return "same"
+    if (
+        old.status == "indexed"
+        and ctx.ocr is None
+        and _has_ocr_text(conn, old.id)
+        and (current_detector or _stored_text_is_clean(conn, old.id))
+    ):
+        return "ocr"
+    return None
+
+
+def _read_ahead(
+    conn: sqlite3.Connection,
+    entry: FileEntry,
+    old: ExistingDoc | None,
+    ctx: ExtractContext,
+    observer: SyncObserver,
+    sandbox: SandboxedExtractor,
+    hashed: dict[str, str | OSError],
+) -> None:
+    """Hash a file ahead of its turn and, when it will be read through the sandbox, have the
+    child start on it while this process writes the current one (two cores: reading overlaps
+    writing; the child takes the requests in order).
+    Only a file that is read anyway is started, so an unchanged folder costs nothing more."""
+    if entry.size > ctx.limits.max_file_bytes or not _sandboxed(entry):
+        return
+    try:
+        sha = file_sha256(entry, observer)
+    except OSError as exc:  # FileReplaced too: reported in the file's own turn
+        hashed[entry.rel_path] = exc
+        return
+    hashed[entry.rel_path] = sha
+    if _kept_as_is(conn, old, sha, ctx) is None and extractors.extractor_for(entry.abs_path):
+        sandbox.prefetch(entry.abs_path)
+
+
+def _sandboxed(entry: FileEntry) -> bool:
+    return entry.abs_path.suffix.lower() not in IN_PROCESS_SUFFIXES
 
 
 def _skip_after_reading(

@@ -32,6 +32,7 @@ from stress.harness import wait_until, worker_pids
 import rag_db
 import rag_service
 import rag_sync
+from helpers.extract import document as extract_document
 from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION
@@ -224,7 +225,7 @@ def test_a_secret_already_in_an_older_index_disappears_on_the_next_sync(
     config = make_config(knowledge, tmp_path / "state")
     # The older index: written without redaction, every row marked as read by no detector.
     with monkeypatch.context() as patch:
-        patch.setattr(rag_sync, "BlockRedactor", NoRedaction)
+        patch.setattr(extract_document, "BlockRedactor", NoRedaction)  # in process: no sandbox
         with closing(rag_db.open_index(config.db_path)) as conn:
             rag_sync.sync_files(conn, knowledge, "", ExtractContext(), NullObserver(), {})
             conn.execute("UPDATE documents SET detector_version = 0, redactions = 0")

@@ -99,9 +99,10 @@ def test_a_multi_page_tiff_being_ocred_reports_each_page(tmp_path: Path):
 
 # -- the real worker -----------------------------------------------------------------------------
 PAGES = 600
-# The extraction child is frozen (SIGSTOP) once it has written this much: a few dozen of the
-# 600 pages (~600 bytes of blocks each), so the worker is certainly inside the file.
-FREEZE_AFTER_BYTES = 40_000
+# The extraction child is frozen (SIGSTOP) once it has written this much: while it reads a file
+# for the worker it writes one progress line per page (~24 bytes; the document follows at the
+# end), so this is a few dozen of the 600 pages and the worker is certainly inside the file.
+FREEZE_AFTER_BYTES = 2_000
 
 
 def _sandbox_child(config: Config) -> int | None:

@@ -178,9 +178,13 @@ def clean_page_text(text: str, repeated: frozenset[str]) -> str:
         if not (i in edge and (_edge_key(line) in repeated or _PAGE_NUMBER.match(line)))
     ]
     joined = "\n".join(kept).strip()
-    joined = _SOFT_HYPHEN_BREAK.sub("", joined)
-    joined = _HYPHEN_BREAK.sub(r"\1", joined)
-    return joined.replace("\x02", "").replace("\ufffe", "")
+    # The regexes scan every character; most pages have no hyphen at a line end at all.
+    soft = "\x02" in joined or "\ufffe" in joined or "\u00ad" in joined
+    if soft:
+        joined = _SOFT_HYPHEN_BREAK.sub("", joined)
+    if "-\n" in joined:
+        joined = _HYPHEN_BREAK.sub(r"\1", joined)
+    return joined.replace("\x02", "").replace("\ufffe", "") if soft else joined
 
 
 def _page_blocks(

@@ -5,10 +5,15 @@ hostile file can send into an endless loop or a multi-gigabyte allocation; Pytho
 either. The sync worker therefore sends each such file to a long-lived child
 (`python -m helpers.extract.sandbox`), reads its blocks as JSON lines, and kills and replaces the
 child when it stalls, runs out of memory or dies; that file is reported and the job goes on.
+
+The child can be asked for the next file before the worker has written the current one
+(`prefetch`): a side thread drains its output into a buffer of at most PREFETCH_BUFFER_BYTES, so
+on two cores the next PDF is read while the worker writes this one, and memory stays bounded.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -19,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +38,9 @@ from helpers.extract.blocks import (
     Location,
     TextBlock,
 )
+from helpers.extract.document import DocumentText, decode_document, encode_document
+from helpers.secrets import MostlySecret
+from helpers.skips import FileSkipped, SkipReason
 
 REPO_DIR = Path(__file__).resolve().parents[2]
 # No block for this long means the child is stuck (an OCR page takes ~5 s, LibreOffice ~2 s).
@@ -39,6 +48,14 @@ STALL_TIMEOUT_S = 180.0
 # Address-space cap of the child: a bomb hits MemoryError here instead of eating the machine.
 CHILD_MEMORY_BYTES = 3 * 1024**3
 POLL_S = 0.2  # how often a waiting parent checks for cancel
+# Child output read ahead of the worker: a 1,000-page manual is ~3 MB of block JSON, so a whole
+# prefetched manual fits; past this the child blocks on its pipe until the worker catches up.
+PREFETCH_BUFFER_BYTES = 16 * 1024**2
+READ_BYTES = 1 << 16
+# Files the child may be asked for ahead of the one being read: with one, a big manual after a
+# small one left the worker waiting 16 s of 55 on the bench set (the write of the small file
+# ended long before the read of the big one); a few even out the sizes.
+PREFETCH_FILES = 4
 
 
 PR_SET_PDEATHSIG = 1  # prctl option: signal this process when its parent dies
@@ -96,6 +113,108 @@ def _decode(data: dict[str, Any]) -> TextBlock:
     )
 
 
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # the child and its converters
+    except OSError:
+        proc.kill()
+
+
+class _Pump:
+    """Reads one child's stdout on a side thread into lines, holding at most `limit` bytes.
+
+    Where the kernel cannot cap the child's memory it also samples the child's RSS while it
+    reads, so a child running ahead on a prefetched file is watched even when nobody waits."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        limit: int,
+        memory: int | None,
+        on_oom: Callable[[], None],
+    ) -> None:
+        self._proc = proc
+        self._limit = limit
+        self._memory = memory
+        self._on_oom = on_oom
+        self._lines: deque[bytes | None] = deque()  # None: the child's stdout is closed
+        self._held = 0
+        self._cond = threading.Condition()
+        self._stop = False
+        self.oom = False
+        self._thread = threading.Thread(target=self._run, name="sandbox-pump", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        assert self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        selector = selectors.DefaultSelector()
+        selector.register(fd, selectors.EVENT_READ)
+        buffer = b""
+        next_rss = time.monotonic() + RSS_POLL_S
+        try:
+            while True:
+                with self._cond:
+                    while self._held > self._limit and not self._stop:
+                        self._cond.wait(RSS_POLL_S)
+                        next_rss = self._watch_rss(next_rss)
+                    if self._stop:
+                        return
+                if not selector.select(RSS_POLL_S):
+                    next_rss = self._watch_rss(next_rss)
+                    continue
+                next_rss = self._watch_rss(next_rss)
+                try:
+                    chunk = os.read(fd, READ_BYTES)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    return
+                lines = (buffer + chunk).split(b"\n")
+                buffer = lines.pop()
+                if lines:
+                    with self._cond:
+                        self._lines.extend(lines)
+                        self._held += sum(len(line) for line in lines)
+                        self._cond.notify_all()
+        finally:
+            selector.close()
+            with self._cond:
+                self._lines.append(None)
+                self._cond.notify_all()
+
+    def _watch_rss(self, next_rss: float) -> float:
+        """The memory cap from outside, where the kernel offers none (see RSS_POLL_S)."""
+        if self._memory is None or time.monotonic() < next_rss:
+            return next_rss
+        rss = platform_caps.rss_bytes(self._proc.pid)
+        if rss is not None and rss > self._memory and not self.oom:
+            self.oom = True
+            self._on_oom()
+        return time.monotonic() + RSS_POLL_S
+
+    def get(self, timeout: float) -> bytes | None | bool:
+        """The next line, None at the end of the child's output, False after `timeout`."""
+        with self._cond:
+            if not self._lines:
+                self._cond.wait(timeout)
+            if not self._lines:
+                return False
+            line = self._lines.popleft()
+            if line is not None:
+                self._held -= len(line)
+                self._cond.notify_all()
+            else:
+                self._lines.appendleft(None)  # the end stays the end
+            return line
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stop = True
+            self._cond.notify_all()
+        self._thread.join(timeout=5)
+
+
 class SandboxedExtractor:
     """Parent side: one child per sync job, replaced after any failure."""
 
@@ -114,6 +233,9 @@ class SandboxedExtractor:
         self._memory = memory_bytes
         self._watch_rss = False  # set per child: True where the kernel cannot cap its memory
         self._proc: subprocess.Popen[bytes] | None = None
+        self._pump: _Pump | None = None
+        # Requests sent whose answer is not read yet: (path, whole document or blocks).
+        self._pending: deque[tuple[Path, bool]] = deque()
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         memory = self._memory
@@ -128,7 +250,7 @@ class SandboxedExtractor:
 
         stderr = open(self._log_path, "ab") if self._log_path else subprocess.DEVNULL  # noqa: SIM115
         try:
-            return subprocess.Popen(
+            proc = subprocess.Popen(
                 [sys.executable, "-m", "helpers.extract.sandbox"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -140,8 +262,14 @@ class SandboxedExtractor:
         finally:
             if self._log_path:
                 stderr.close()  # type: ignore[union-attr]
+        self._pump = _Pump(
+            proc, PREFETCH_BUFFER_BYTES, memory if self._watch_rss else None, lambda: _kill(proc)
+        )
+        return proc
 
     def close(self) -> None:
+        if self._pending:
+            self._kill()  # a prefetched file nobody will read: do not wait for the child
         if self._proc is not None:
             proc, self._proc = self._proc, None
             try:
@@ -150,15 +278,91 @@ class SandboxedExtractor:
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait()
+            self._stop_pump()
+
+    def _stop_pump(self) -> None:
+        if self._pump is not None:
+            self._pump.stop()
+            self._pump = None
 
     def _kill(self) -> None:
         if self._proc is not None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)  # the child and its converters
-            except OSError:
-                self._proc.kill()
+            _kill(self._proc)
             self._proc.wait()
             self._proc = None
+        self._stop_pump()
+        self._pending.clear()
+
+    def _send(self, path: Path, document: bool) -> None:
+        if self._proc is None or self._proc.poll() is not None:
+            self._kill()
+            self._proc = self._spawn()
+        request = {
+            "path": str(path),
+            "limits": self._limits.__dict__,
+            "ocr": self._ocr_options,
+            "document": document,
+        }
+        try:
+            self._proc.stdin.write((json.dumps(request) + "\n").encode())  # type: ignore[union-attr]
+            self._proc.stdin.flush()  # type: ignore[union-attr]
+        except OSError as exc:
+            self._kill()
+            raise ExtractionError(f"extraction helper could not start: {exc}") from exc
+        self._pending.append((path, document))
+
+    def can_prefetch(self) -> bool:
+        return len(self._pending) < PREFETCH_FILES
+
+    def prefetch(self, path: Path) -> None:
+        """Start reading `path` into a document now; it waits (bounded) for the
+        `read_document(path)` that must follow, in the order asked. Ignored when the child is
+        already PREFETCH_FILES ahead;
+        a failure shows in `read_document`."""
+        if len(self._pending) >= PREFETCH_FILES or (path, True) in self._pending:
+            return
+        with contextlib.suppress(ExtractionError):  # read_document() retries and reports it
+            self._send(path, True)
+
+    def _start(self, path: Path, document: bool) -> tuple[subprocess.Popen[bytes], _Pump]:
+        if self._pending and self._pending[0] != (path, document):
+            self._kill()  # prefetched something else: its answer is not wanted
+        if not self._pending:
+            self._send(path, document)
+        assert self._proc is not None and self._pump is not None
+        return self._proc, self._pump
+
+    def read_document(
+        self,
+        path: Path,
+        check_cancel: Callable[[], None],
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> DocumentText:
+        """The child reads and chunks `path` (helpers.extract.document.read_document);
+        ExtractionError when it fails, stalls or dies, FileSkipped when it refuses the file."""
+        proc, pump = self._start(path, True)
+        finished = False
+        try:
+            for message in self._messages(proc, pump, check_cancel):
+                if "progress" in message:
+                    if on_progress is not None:
+                        done, total = message["progress"]
+                        on_progress(int(done), int(total))
+                    continue
+                finished = True
+                self._pending.popleft()
+                if "document" in message:
+                    return decode_document(message["document"])
+                if "skip" in message:
+                    skip = FileSkipped(SkipReason(message["skip"]), message.get("detail", ""))
+                    if skip.reason == SkipReason.SECRET:
+                        raise MostlySecret(skip.detail)
+                    raise skip
+                raise ExtractionError(message.get("error", "no answer"), message.get("hint", ""))
+            raise AssertionError("unreachable: _messages ends only by raising")
+        finally:
+            if not finished:
+                self._kill()  # cancelled or abandoned mid-file: the child's state is unknown
 
     def extract(
         self,
@@ -170,23 +374,10 @@ class SandboxedExtractor:
 
         `on_progress(pages done, pages)` follows the child's reading of a multi-page file, in
         step with the blocks (it is called as the caller consumes them)."""
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc = self._spawn()
-        proc = self._proc
-        request = {
-            "path": str(path),
-            "limits": self._limits.__dict__,
-            "ocr": self._ocr_options,
-        }
-        try:
-            proc.stdin.write((json.dumps(request) + "\n").encode())  # type: ignore[union-attr]
-            proc.stdin.flush()  # type: ignore[union-attr]
-        except OSError as exc:
-            self._kill()
-            raise ExtractionError(f"extraction helper could not start: {exc}") from exc
+        proc, pump = self._start(path, False)
         finished = False
         try:
-            for message in self._messages(proc, check_cancel):
+            for message in self._messages(proc, pump, check_cancel):
                 if "block" in message:
                     yield _decode(message["block"])
                 elif "progress" in message:
@@ -195,65 +386,47 @@ class SandboxedExtractor:
                         on_progress(int(done), int(total))
                 elif "error" in message:
                     finished = True
+                    self._pending.popleft()
                     raise ExtractionError(message["error"], message.get("hint", ""))
                 elif message.get("done"):
                     finished = True
+                    self._pending.popleft()
                     return
         finally:
             if not finished:
                 self._kill()  # cancelled or abandoned mid-file: the child's state is unknown
 
-    def _check_memory(self, proc: subprocess.Popen[bytes]) -> None:
-        """The memory cap from outside, where the kernel offers none (see RSS_POLL_S)."""
-        rss = platform_caps.rss_bytes(proc.pid)
-        if rss is not None and rss > self._memory:
-            raise ExtractionError(
-                f"extraction ran out of memory (over {self._memory // 2**20} MB)",
-                "the file may be a decompression bomb or corrupt",
-            )
-
     def _messages(
-        self, proc: subprocess.Popen[bytes], check_cancel: Callable[[], None]
+        self, proc: subprocess.Popen[bytes], pump: _Pump, check_cancel: Callable[[], None]
     ) -> Iterator[dict[str, Any]]:
-        assert proc.stdout is not None
-        selector = selectors.DefaultSelector()
-        selector.register(proc.stdout, selectors.EVENT_READ)
-        buffer = b""
-        last = time.monotonic()
-        next_rss = last + RSS_POLL_S
-        try:
-            while True:
-                check_cancel()
-                if self._watch_rss and time.monotonic() >= next_rss:
-                    next_rss = time.monotonic() + RSS_POLL_S
-                    self._check_memory(proc)
-                newline = buffer.find(b"\n")
-                if newline != -1:
-                    line, buffer = buffer[:newline], buffer[newline + 1 :]
-                    last = time.monotonic()
-                    yield json.loads(line)
-                    continue
-                if not selector.select(POLL_S):
-                    if time.monotonic() - last > self.stall_timeout_s:
-                        raise ExtractionError(
-                            f"extraction stalled for {self.stall_timeout_s:.0f} s and was stopped",
-                            "the file may be malformed; it is retried on the next sync",
-                        )
-                    continue
-                chunk = os.read(proc.stdout.fileno(), 1 << 16)
-                if not chunk:
-                    code = proc.wait()
-                    reason = (
-                        "ran out of memory"
-                        if code in (-9, 137) or code == 3
-                        else f"crashed (exit code {code})"
-                    )
+        last = time.monotonic()  # the stall clock runs from when this file is waited for
+        while True:
+            check_cancel()
+            line = pump.get(POLL_S)
+            if line is False:
+                if time.monotonic() - last > self.stall_timeout_s:
                     raise ExtractionError(
-                        f"extraction {reason}", "the file may be a decompression bomb or corrupt"
+                        f"extraction stalled for {self.stall_timeout_s:.0f} s and was stopped",
+                        "the file may be malformed; it is retried on the next sync",
                     )
-                buffer += chunk
-        finally:
-            selector.close()
+                continue
+            if line is None:
+                if pump.oom:
+                    raise ExtractionError(
+                        f"extraction ran out of memory (over {self._memory // 2**20} MB)",
+                        "the file may be a decompression bomb or corrupt",
+                    )
+                code = proc.wait()
+                reason = (
+                    "ran out of memory"
+                    if code in (-9, 137) or code == 3
+                    else f"crashed (exit code {code})"
+                )
+                raise ExtractionError(
+                    f"extraction {reason}", "the file may be a decompression bomb or corrupt"
+                )
+            last = time.monotonic()
+            yield json.loads(line)  # type: ignore[arg-type]
 
 
 # -- child -------------------------------------------------------------------------------------
@@ -277,8 +450,13 @@ def _child_context(
     )
 
 
+def _never() -> None:
+    """The child is never asked to stop: the worker kills it on cancel."""
+
+
 def _child_main() -> int:
     from helpers.extract import registry as extractors
+    from helpers.extract.document import read_document
     from helpers.extract.failures import extraction_failure
     from helpers.extract.registry import format_of
 
@@ -302,10 +480,19 @@ def _child_main() -> int:
             extract = extractors.extractor_for(path)
             if extract is None:
                 raise ExtractionError(f"unsupported format: {path.suffix}")
-            for block in extract(path, contexts[key]):
-                out.write('{"block": ' + _encode(block) + "}\n")
-                out.flush()
-            out.write('{"done": true}\n')
+            ctx = contexts[key]
+            if request.get("document"):
+                doc = read_document(extract(path, ctx), ctx.limits.max_text_chars, _never)
+                out.write(json.dumps({"document": encode_document(doc)}, ensure_ascii=False))
+                out.write("\n")
+            else:
+                for block in extract(path, ctx):
+                    # Flushed with each page's progress and at the end: one write per page,
+                    # not per block (the parent's stall clock needs a sign of life per page).
+                    out.write('{"block": ' + _encode(block) + "}\n")
+                out.write('{"done": true}\n')
+        except FileSkipped as skip:
+            out.write(json.dumps({"skip": str(skip.reason), "detail": skip.detail}) + "\n")
         except Exception as exc:  # noqa: BLE001 - a hostile file: report it, keep serving
             failure = extraction_failure(exc, format_of(path))
             out.write(json.dumps({"error": failure.message, "hint": failure.hint}) + "\n")

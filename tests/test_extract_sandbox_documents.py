@@ -1,0 +1,137 @@
+"""The extraction child reads and chunks whole documents, and reads the next file ahead while
+the worker writes the current one: same sections as in process, failures still reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import RecordingObserver
+from format_fixtures import write_text_pdf
+from secret_fixtures import SECRETS
+
+import rag_sync
+from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits
+from helpers.extract.document import decode_document, encode_document, read_document
+from helpers.extract.registry import extractor_for
+from helpers.extract.sandbox import SandboxedExtractor
+from helpers.secrets import MostlySecret
+from rag_db import open_index
+from tests.test_extract_pdf_structure import BOOKMARKS, LABELS, manual_pages, write_structured_pdf
+
+
+def no_cancel() -> None:
+    return None
+
+
+def in_process(path: Path):
+    extract = extractor_for(path)
+    assert extract is not None
+    return read_document(extract(path, ExtractContext()), ExtractLimits().max_text_chars, no_cancel)
+
+
+@pytest.fixture
+def sandbox():
+    box = SandboxedExtractor(ExtractLimits(), None)
+    yield box
+    box.close()
+
+
+def test_a_document_from_the_child_equals_the_one_read_in_process(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    path = write_structured_pdf(tmp_path / "m.pdf", manual_pages(), BOOKMARKS, LABELS)
+    here = in_process(path)
+    there = sandbox.read_document(path, no_cancel)
+    assert there == here
+    sections = {s.location.section_path for s in there.sections}
+    assert ("1 Alpha Widgets",) in sections and ("2 Beta Gadgets",) in sections
+    assert any(s.location.page_label == "i" for s in there.sections)
+    assert decode_document(encode_document(here)) == here
+
+
+def test_a_prefetched_file_is_read_once_and_a_file_not_prefetched_still_comes_back(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    first = write_text_pdf(tmp_path / "a.pdf", [["alpha page one"], ["alpha page two"]])
+    second = write_text_pdf(tmp_path / "b.pdf", [["bravo only page"]])
+    sandbox.prefetch(first)
+    sandbox.prefetch(first)  # already asked for: ignored
+    sandbox.prefetch(second)
+    assert sandbox.read_document(first, no_cancel) == in_process(first)
+    assert sandbox.read_document(second, no_cancel) == in_process(second)
+    # prefetched, then another file asked for: the unwanted answer is dropped, not mixed in
+    sandbox.prefetch(first)
+    assert sandbox.read_document(second, no_cancel) == in_process(second)
+    assert sandbox.read_document(first, no_cancel) == in_process(first)
+
+
+def test_closing_with_a_prefetched_file_unread_stops_the_child(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    path = write_structured_pdf(tmp_path / "m.pdf", manual_pages(), BOOKMARKS, LABELS)
+    sandbox.prefetch(path)
+    child = sandbox._proc
+    assert child is not None
+    sandbox.close()
+    assert sandbox._proc is None and child.poll() is not None
+
+
+def test_a_mostly_secret_pdf_is_refused_by_the_child_as_in_process(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    lines = [line for secret in SECRETS for line in secret.line().splitlines()]
+    path = write_text_pdf(
+        tmp_path / "keys.pdf", [lines[i : i + 40] for i in range(0, len(lines), 40)]
+    )
+    with pytest.raises(MostlySecret) as here:
+        in_process(path)
+    with pytest.raises(MostlySecret) as there:
+        sandbox.read_document(path, no_cancel)
+    assert str(there.value) == str(here.value)
+
+
+def test_a_corrupt_prefetched_pdf_fails_in_its_turn_and_the_next_file_is_read(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    bad = tmp_path / "bad.pdf"
+    bad.write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 500)
+    good = write_text_pdf(tmp_path / "good.pdf", [["good text after a bad file"]])
+    sandbox.prefetch(bad)
+    with pytest.raises(ExtractionError, match="corrupt or unreadable PDF"):
+        sandbox.read_document(bad, no_cancel)
+    assert sandbox.read_document(good, no_cancel) == in_process(good)
+
+
+def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    write_text_pdf(docs / "a.pdf", [["alpha invoice first page"], ["alpha invoice second page"]])
+    (docs / "b.pdf").write_bytes(b"%PDF-1.7\n" + b"\x00garbage" * 500)
+    write_structured_pdf(docs / "c.pdf", manual_pages(), BOOKMARKS, LABELS)
+    write_text_pdf(docs / "d.pdf", [["delta closing page of the set"]])
+    hashed: list[str] = []
+    real_hash = rag_sync.file_sha256
+    monkeypatch.setattr(
+        rag_sync, "file_sha256", lambda e, o=None: hashed.append(e.rel_path) or real_hash(e, o)
+    )
+    box = SandboxedExtractor(ExtractLimits(), None)
+    prefetched: list[str] = []
+    real_prefetch = box.prefetch
+    box.prefetch = lambda p: prefetched.append(p.name) or real_prefetch(p)  # type: ignore[method-assign]
+    conn = open_index(tmp_path / "index.sqlite3")
+    counts: dict[str, int] = {}
+    recorder = RecordingObserver()
+    try:
+        rag_sync.sync_files(conn, docs, "", ExtractContext(), recorder, counts, box)
+    finally:
+        box.close()
+    assert sorted(hashed) == ["a.pdf", "b.pdf", "c.pdf", "d.pdf"]  # each once, ahead or not
+    assert prefetched == ["b.pdf", "c.pdf", "d.pdf"]  # once a.pdf was read, in their order
+    assert counts["added"] == 3 and counts["failed"] == 1
+    assert "corrupt or unreadable PDF" in recorder.errors["b.pdf"]
+    rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
+    assert rows == {"a.pdf": "indexed", "b.pdf": "failed", "c.pdf": "indexed", "d.pdf": "indexed"}
+    conn.close()
