@@ -21,7 +21,7 @@ import numpy as np
 
 import rag_db
 from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
-from helpers.semantic import hubness_store, vector_pack
+from helpers.semantic import vector_pack
 from helpers.semantic.model import (
     FETCH_HINT,
     ModelError,
@@ -559,11 +559,6 @@ def query_candidates(
             worker=worker,
             state=state,  # the model and generation just read: not read twice
         )
-    if (g := state.generation) is not None:  # hubs in front of a query far from every text
-        ref = hubness_store.GenerationRef(
-            str(config.db_path), g.id, g.fingerprint, g.vector_count, g.dim
-        )
-        hits = hubness_store.corrected(conn, ref, hits)
     return _allowed(conn, hits, filters)
 
 
