@@ -403,6 +403,30 @@ def _break_ties(
     return head + fused[end:]
 
 
+def _hubness_corrected(
+    conn: sqlite3.Connection, hits: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Semantic candidates re-ranked for hubness (helpers.semantic.hubness_store) when no word
+    of the query is in any document (a question in another language than the folder): the
+    semantic side then decides alone, and generic passages close to every query (hubs) take
+    its first places. With lexical evidence the words keep hubs in check and nothing changes
+    (corrected whenever the best cosine is weak, it cost debfaq-en Recall@8 and the debian-pdf
+    page level: bench/RESULTS.md, "Hubness correction")."""
+    if not hits:
+        return hits
+    row = conn.execute(
+        "SELECT id, fingerprint, vector_count, dim FROM semantic_generations WHERE ready = 1 "
+        "ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    if row is None:
+        return hits
+    from helpers.semantic import hubness_store  # numpy: only for such a query
+
+    db = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+    ref = hubness_store.GenerationRef(db, int(row[0]), str(row[1]), int(row[2]), int(row[3]))
+    return hubness_store.corrected(conn, ref, hits)
+
+
 def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> SearchResult:
     started = time.perf_counter()
     query = Query.parse(raw_query)
@@ -412,7 +436,10 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         names = ()
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
-        results.append(ChannelResult("semantic", options.semantic[:CHANNEL_DEPTH]))
+        semantic = options.semantic
+        if options.mode == "hybrid" and not any(r.ranked for r in results):
+            semantic = _hubness_corrected(conn, semantic)
+        results.append(ChannelResult("semantic", semantic[:CHANNEL_DEPTH]))
     fused = fuse_channels(
         results,
         lambda ids: section_ids(conn, ids),

@@ -112,3 +112,21 @@ def test_the_mcp_server_answers_semantic_searches_without_loading_the_ml_runtime
         assert _mapped_ml_libraries(server.proc.pid) == set()
     finally:
         server.close()
+
+
+def test_hubness_correction_only_when_no_word_of_the_query_is_in_the_folder(
+    semantic_config: Config,
+):
+    from helpers.semantic import hubness, hubness_store
+
+    hubness_store._cache.clear()
+    lexical = rag_service.search(semantic_config, "Boil the pasta in salted water", mode="hybrid")
+    assert lexical.hits[0].path == "en/cooking.md"
+    assert not hubness_store._cache  # words matched: the semantic side is left as it is
+    # no word of it in any document or file name (the file name channel counts too)
+    cross = rag_service.search(semantic_config, "children learn without paying", mode="hybrid")
+    assert cross.hits[0].path == "th/education.md"
+    top = cross.hits[0].channels["semantic"].score
+    assert hubness.weight_for(top) > 0  # a weak best match (cosine < STRONG_COSINE) ...
+    assert hubness_store._cache  # ... and no word in any document: the correction ran
+    hubness_store._cache.clear()

@@ -1,0 +1,139 @@
+"""Hubness correction of semantic candidates: the math on real vectors, and the query path on a
+real SQLite generation (rag_semantic._hubness_corrected)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+import rag_db
+import rag_semantic
+from helpers.semantic import hubness, hubness_store, vector_pack
+
+DIM = 16
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_neighbour_means_equal_brute_force_and_leave_copies_out():
+    rng = np.random.default_rng(3)
+    v = _unit(rng.standard_normal((40, DIM)))
+    v[1] = v[0]  # a byte-identical copy: not a neighbour of its twin
+    sample = hubness.stride_sample([(np.arange(40), v)], 40, 1024)
+    assert len(sample) == 40  # a small index is its own sample
+    sims = v @ v.T
+    sims[sims >= hubness.SAME_TEXT_COSINE] = -np.inf
+    expected = np.sort(sims, axis=1)[:, -5:].mean(axis=1)
+    got = hubness.neighbour_means(v, sample, 5)
+    assert np.allclose(got, expected, atol=1e-6)
+    assert got[0] < 0.99  # its copy (cosine 1) was not counted
+    everyone = hubness.neighbour_means(v[2:3], sample, 0)  # k <= 0: the mean over all others
+    assert np.isclose(everyone[0], np.mean(np.delete(v @ v[2], 2)), atol=1e-6)
+
+
+def test_stride_sample_is_bounded_spread_and_deterministic():
+    rng = np.random.default_rng(4)
+    blocks = [(np.arange(i, i + 300), _unit(rng.standard_normal((300, DIM)))) for i in (0, 300)]
+    first = hubness.stride_sample(blocks, 600, 100)
+    again = hubness.stride_sample(blocks, 600, 100)
+    assert len(first) == 100 and np.array_equal(first, again)
+    assert np.allclose(first[0], blocks[0][1][0]) and np.allclose(first[50], blocks[1][1][0])
+
+
+def test_weight_is_full_for_a_weak_best_match_and_zero_for_a_close_one():
+    assert hubness.weight_for(hubness.WEAK_COSINE - 0.05) == hubness.WEIGHT
+    assert hubness.weight_for(hubness.STRONG_COSINE) == 0.0
+    middle = hubness.weight_for((hubness.WEAK_COSINE + hubness.STRONG_COSINE) / 2)
+    assert 0 < middle < hubness.WEIGHT
+
+
+def _generation(db: Path, vectors: np.ndarray) -> rag_semantic.Generation:
+    conn = rag_db.open_index(db)
+    with rag_db.write_transaction(conn):
+        gen = conn.execute(
+            "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
+            "created_at, finished_at) VALUES ('test', 'test', ?, 1, ?, ?, ?)",
+            (DIM, len(vectors), time.time(), time.time()),
+        ).lastrowid
+        size = 64  # several blocks, so candidates are read from more than one
+        for block_no, start in enumerate(range(0, len(vectors), size)):
+            part = vectors[start : start + size]
+            conn.execute(
+                "INSERT INTO semantic_blocks VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    gen,
+                    block_no,
+                    len(part),
+                    vector_pack.pack_ids(np.arange(start + 1, start + len(part) + 1)),
+                    vector_pack.pack_hashes([bytes(16)] * len(part)),
+                    vector_pack.pack_vectors(part.astype(np.float16)),
+                ),
+            )
+    generation = rag_semantic.latest_ready_generation(conn)
+    conn.close()
+    assert generation is not None
+    return generation
+
+
+def test_a_hub_falls_behind_a_specific_chunk_only_when_nothing_matches_well(tmp_path: Path):
+    rng = np.random.default_rng(5)
+    centre = _unit(rng.standard_normal((1, DIM)))[0]
+    # 200 chunks spread around one direction, one chunk (id 1) right at its centre: the hub
+    # close to everything; chunk 2 is an outlier with few neighbours.
+    spread = _unit(centre + 0.6 * rng.standard_normal((200, DIM)))
+    spread[0] = centre
+    spread[1] = _unit(rng.standard_normal((1, DIM)))[0]
+    db = tmp_path / "index.sqlite3"
+    generation = _generation(db, spread)
+    ref = hubness_store.GenerationRef(
+        str(db), generation.id, generation.fingerprint, generation.vector_count, generation.dim
+    )
+    hubness_store._cache.clear()
+    conn = rag_db.connect(db, readonly=True)
+    try:
+        weak = [(1, 0.80), (2, 0.79), (3, 0.70)]
+        corrected = hubness_store.corrected(conn, ref, weak)
+        assert [cid for cid, _ in corrected][:2] == [2, 1]
+        assert len(hubness_store._cache) == 1
+        state = next(iter(hubness_store._cache.values()))
+        assert set(state.index.values) == {1, 2, 3}  # only the candidates were computed
+        assert state.index.values[1] > 0 > state.index.values[2]
+        # the same query again reads nothing new and answers the same
+        assert hubness_store.corrected(conn, ref, weak) == corrected
+        hubness_store._cache.clear()
+        strong = [(1, 0.95), (2, 0.94), (3, 0.80)]
+        assert hubness_store.corrected(conn, ref, strong) == strong
+        assert not hubness_store._cache  # a close match needs no sample at all
+    finally:
+        conn.close()
+        hubness_store._cache.clear()
+
+
+def test_search_reads_the_newest_generation_for_the_correction(tmp_path: Path):
+    import rag_search
+
+    rng = np.random.default_rng(6)
+    centre = _unit(rng.standard_normal((1, DIM)))[0]
+    spread = _unit(centre + 0.6 * rng.standard_normal((200, DIM)))
+    spread[0] = centre
+    spread[1] = _unit(rng.standard_normal((1, DIM)))[0]
+    db = tmp_path / "index.sqlite3"
+    empty = tmp_path / "empty.sqlite3"
+    rag_db.open_index(empty).close()
+    _generation(db, spread)
+    hubness_store._cache.clear()
+    weak = [(1, 0.80), (2, 0.79), (3, 0.70)]
+    try:
+        conn = rag_db.connect(db, readonly=True)
+        assert rag_search._hubness_corrected(conn, weak)[0][0] == 2  # the hub fell behind
+        assert next(iter(hubness_store._cache)).db == str(db.resolve())
+        conn.close()
+        conn = rag_db.connect(empty, readonly=True)
+        assert rag_search._hubness_corrected(conn, weak) == weak  # no vectors: nothing to do
+        conn.close()
+    finally:
+        hubness_store._cache.clear()
