@@ -22,6 +22,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_semantic import insert_random_generation  # noqa: E402
 
 import rag_db  # noqa: E402
 import rag_semantic  # noqa: E402
@@ -32,27 +35,7 @@ DIM = 384
 
 def make_generation(db: Path, vectors: int) -> rag_semantic.Generation:
     conn = rag_db.open_index(db)
-    rng = np.random.default_rng(0)
-    with rag_db.write_transaction(conn):
-        gen = conn.execute(
-            "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
-            "created_at, finished_at) VALUES ('bench', 'bench', ?, 1, ?, ?, ?)",
-            (DIM, vectors, time.time(), time.time()),
-        ).lastrowid
-        for block_no, start in enumerate(range(0, vectors, vector_pack.BLOCK_SIZE)):
-            n = min(vector_pack.BLOCK_SIZE, vectors - start)
-            block = vector_pack.l2_normalise(rng.standard_normal((n, DIM)))
-            conn.execute(
-                "INSERT INTO semantic_blocks VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    gen,
-                    block_no,
-                    n,
-                    vector_pack.pack_ids(np.arange(start + 1, start + n + 1)),
-                    vector_pack.pack_hashes([bytes(16)] * n),
-                    vector_pack.pack_vectors(block.astype(np.float16)),
-                ),
-            )
+    insert_random_generation(conn, "bench", "bench", DIM, vectors)
     generation = rag_semantic.latest_ready_generation(conn)
     conn.close()
     assert generation is not None

@@ -273,21 +273,20 @@ def bench_throughput(
     )
 
 
-def make_big_index(model: Path, vectors: int, work: Path) -> Path:
-    """A ready generation of `vectors` random unit vectors under the model's fingerprint."""
-    info = load_model_info(model, work / "cache")
-    db = work / "query.sqlite3"
-    conn = rag_db.open_index(db)
+def insert_random_generation(
+    conn: sqlite3.Connection, fingerprint: str, model_name: str, dim: int, vectors: int
+) -> int:
+    """A ready generation of `vectors` seeded random unit vectors: a large index without a sync."""
     rng = np.random.default_rng(0)
     with rag_db.write_transaction(conn):
         gen = conn.execute(
             "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
             "created_at, finished_at) VALUES (?, ?, ?, 1, ?, ?, ?)",
-            (info.fingerprint, info.name, info.dim, vectors, time.time(), time.time()),
+            (fingerprint, model_name, dim, vectors, time.time(), time.time()),
         ).lastrowid
         for block_no, start in enumerate(range(0, vectors, vector_pack.BLOCK_SIZE)):
             n = min(vector_pack.BLOCK_SIZE, vectors - start)
-            block = vector_pack.l2_normalise(rng.standard_normal((n, info.dim)))
+            block = vector_pack.l2_normalise(rng.standard_normal((n, dim)))
             conn.execute(
                 "INSERT INTO semantic_blocks VALUES (?, ?, ?, ?, ?, ?)",
                 (
@@ -299,6 +298,15 @@ def make_big_index(model: Path, vectors: int, work: Path) -> Path:
                     vector_pack.pack_vectors(block.astype(np.float16)),
                 ),
             )
+    return int(gen)
+
+
+def make_big_index(model: Path, vectors: int, work: Path) -> Path:
+    """A ready generation of `vectors` random unit vectors under the model's fingerprint."""
+    info = load_model_info(model, work / "cache")
+    db = work / "query.sqlite3"
+    conn = rag_db.open_index(db)
+    insert_random_generation(conn, info.fingerprint, info.name, info.dim, vectors)
     conn.close()
     return db
 

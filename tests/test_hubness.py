@@ -79,14 +79,19 @@ def _generation(db: Path, vectors: np.ndarray) -> rag_semantic.Generation:
     return generation
 
 
-def test_a_hub_falls_behind_a_specific_chunk_only_when_nothing_matches_well(tmp_path: Path):
-    rng = np.random.default_rng(5)
+def _hub_and_outlier(seed: int) -> np.ndarray:
+    """200 chunks spread around one direction, one chunk (id 1) right at its centre: the hub
+    close to everything; chunk 2 is an outlier with few neighbours."""
+    rng = np.random.default_rng(seed)
     centre = _unit(rng.standard_normal((1, DIM)))[0]
-    # 200 chunks spread around one direction, one chunk (id 1) right at its centre: the hub
-    # close to everything; chunk 2 is an outlier with few neighbours.
     spread = _unit(centre + 0.6 * rng.standard_normal((200, DIM)))
     spread[0] = centre
     spread[1] = _unit(rng.standard_normal((1, DIM)))[0]
+    return spread
+
+
+def test_a_hub_falls_behind_a_specific_chunk_only_when_nothing_matches_well(tmp_path: Path):
+    spread = _hub_and_outlier(5)
     db = tmp_path / "index.sqlite3"
     generation = _generation(db, spread)
     ref = hubness_store.GenerationRef(
@@ -116,11 +121,7 @@ def test_a_hub_falls_behind_a_specific_chunk_only_when_nothing_matches_well(tmp_
 def test_search_reads_the_newest_generation_for_the_correction(tmp_path: Path):
     import rag_search
 
-    rng = np.random.default_rng(6)
-    centre = _unit(rng.standard_normal((1, DIM)))[0]
-    spread = _unit(centre + 0.6 * rng.standard_normal((200, DIM)))
-    spread[0] = centre
-    spread[1] = _unit(rng.standard_normal((1, DIM)))[0]
+    spread = _hub_and_outlier(6)
     db = tmp_path / "index.sqlite3"
     empty = tmp_path / "empty.sqlite3"
     rag_db.open_index(empty).close()
