@@ -93,6 +93,10 @@ class SemanticWorker:
         self.timeout_s = timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._lines: queue.Queue[bytes | None] = queue.Queue()
+        # Requests sent and not yet answered: a worker that dies with some in flight is a crash
+        # of those requests, never silently replaced (its successor would answer the next
+        # request in the place of the lost one).
+        self._unanswered = 0
 
     @property
     def pid(self) -> int | None:
@@ -113,6 +117,7 @@ class SemanticWorker:
             command += ["--idle-seconds", str(self.idle_seconds)]
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor
+        self._unanswered = 0
         with self.log_path.open("ab") as log_file:
             pipe = subprocess.PIPE
             self._proc = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=log_file)
@@ -140,6 +145,8 @@ class SemanticWorker:
         A build sends the next embed request before reading the last answer, so the worker
         never waits for the caller between requests."""
         if self._proc is not None and self._proc.poll() is not None:
+            if self._unanswered:
+                raise self._crashed()
             self.kill()
         proc = self.start()._proc
         assert proc is not None and proc.stdin is not None
@@ -148,6 +155,7 @@ class SemanticWorker:
             proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise self._crashed() from exc
+        self._unanswered += 1
 
     def receive(self, op: str, timeout_s: float | None = None) -> dict[str, Any]:
         """The answer to the oldest request not yet received."""
@@ -162,6 +170,7 @@ class SemanticWorker:
             ) from None
         if line is None:
             raise self._crashed()
+        self._unanswered = max(0, self._unanswered - 1)
         try:
             response = json.loads(line)
         except ValueError as exc:
@@ -230,6 +239,7 @@ class SemanticWorker:
 
     def kill(self) -> None:
         proc, self._proc = self._proc, None
+        self._unanswered = 0
         if proc is not None:
             proc.kill()
             proc.wait()

@@ -489,3 +489,25 @@ def test_real_model_vectors_stay_equivalent_to_the_previous_settings(
     assert len(texts) > 250
     assert cosines.min() >= 0.99
     assert np.median(cosines) >= 0.995
+
+
+def test_a_worker_that_dies_with_a_request_in_flight_is_a_crash_not_a_silent_respawn(
+    worker: SemanticWorker,
+) -> None:
+    """A pipelined build sends request k+1 before reading answer k: if the worker died on k,
+    a fresh worker must not answer k+1 in k's place (every later batch would get the vectors
+    of the next one)."""
+    from rag_semantic_client import WorkerCrashed
+
+    worker.info()  # started and answering
+    pid = worker.pid
+    worker.send_embed(["first request"])
+    os.kill(pid, 9)
+    deadline = time.monotonic() + 10
+    while worker.is_running and time.monotonic() < deadline:
+        time.sleep(0.02)
+    with pytest.raises(WorkerCrashed):
+        worker.send_embed(["second request"])
+    # With nothing in flight a dead worker is replaced, as an idle-timed-out one always was.
+    assert worker.embed(["after the crash"]).vectors.shape == (1, 32)
+    assert worker.pid != pid
