@@ -354,6 +354,11 @@ TRIGRAM_BACKFILL_KEY = "trigram_backfill_next"
 # Chunk rows indexed per backfill transaction: ~0.3 ms each (one trigram row), so well under a
 # second of write lock, with BACKFILL_PAUSE_S between batches for a waiting cancel or heartbeat.
 TRIGRAM_BACKFILL_ROWS = 2000
+# Opening an index (a tool call, a worker before it claims its job) advances the trigram backfill
+# for at most this long: ~5 batches of 2,000 rows at the measured 0.3-0.75 s per batch (51k
+# chunks in 21 s). The sync worker finishes it after claiming its job, checking for cancel
+# between budgets; a search on a writable index advances it too (rag_storage.read_conn).
+OPEN_BACKFILL_BUDGET_S = 2.0
 BACKFILL_PAUSE_S = 0.12  # as rag_sync_write.BATCH_PAUSE_S: SQLite retries a busy writer per 100 ms
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
 
@@ -451,7 +456,7 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(row[0]) if row else 0
 
 
-def migrate(conn: sqlite3.Connection) -> int:
+def migrate(conn: sqlite3.Connection, full_backfill: bool = False) -> int:
     """Apply every migration newer than the file's version; idempotent, one transaction each."""
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
@@ -478,7 +483,7 @@ def migrate(conn: sqlite3.Connection) -> int:
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('created_at', ?)",
                 (str(time.time()),),
             )
-    backfill_trigram(conn)
+    backfill_trigram(conn, bounded=not full_backfill)
     return SCHEMA_VERSION
 
 
@@ -503,16 +508,24 @@ def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> N
     )
 
 
-def backfill_trigram(conn: sqlite3.Connection) -> int:
+def trigram_backfill_pending(conn: sqlite3.Connection) -> bool:
+    """Whether migration 8's trigram rows are still being rebuilt (a read, no lock)."""
+    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,)).fetchone()
+    return row is not None
+
+
+def backfill_trigram(conn: sqlite3.Connection, bounded: bool = False) -> int:
     """Index the chunks migration 8 left to the trigram backfill, TRIGRAM_BACKFILL_ROWS per
     transaction (resumed by whoever opens the index next after a kill); returns rows indexed.
+    `bounded` stops after the batch that passes OPEN_BACKFILL_BUDGET_S (at least one batch), so
+    opening an index never waits out the whole rebuild; unbounded runs it to the end.
 
     The cursor is read under the write lock, so two processes opening the index at once
     share the work instead of indexing a row twice."""
-    pending = conn.execute("SELECT 1 FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,))
-    if pending.fetchone() is None:  # the usual case: no write lock taken
+    if not trigram_backfill_pending(conn):  # the usual case: no write lock taken
         return 0
     done = 0
+    started = time.monotonic()
     while True:
         with write_transaction(conn):
             row = conn.execute(
@@ -539,6 +552,8 @@ def backfill_trigram(conn: sqlite3.Connection) -> int:
                 "UPDATE meta SET value = ? WHERE key = ?", (str(ids[-1] + 1), TRIGRAM_BACKFILL_KEY)
             )
             done += len(ids)
+        if bounded and time.monotonic() - started >= OPEN_BACKFILL_BUDGET_S:
+            return done
         time.sleep(BACKFILL_PAUSE_S)
 
 

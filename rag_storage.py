@@ -6,6 +6,7 @@ rag_service and rag_health call this module; the faces never do (they call rag_s
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -18,11 +19,13 @@ from rag_config import Config, config_problems
 from rag_db import (
     READABLE_FROM_VERSION,
     SCHEMA_VERSION,
+    backfill_trigram,
     closed_on_error,
     connect,
     connect_read_only,
     migrate,
     schema_version,
+    trigram_backfill_pending,
 )
 from rag_errors import (
     ConfigError,
@@ -36,6 +39,8 @@ from rag_errors import (
     storage_fault,
 )
 from rag_jobs import JobView
+
+log = logging.getLogger(__name__)
 
 # IndexBusy names the job holding the lock; a WAL read never waits for a writer, so this bound
 # only matters when the index is being recovered, and it keeps the error from waiting twice.
@@ -183,7 +188,24 @@ def read_conn(config: Config) -> sqlite3.Connection:
                 read_only,
             )
         return write_conn(config, "upgrading the index")
+    if not read_only and trigram_backfill_pending(conn):
+        _advance_backfill(config)  # the rows not rebuilt yet are missing from the trigram channels
     return conn
+
+
+def _advance_backfill(config: Config) -> None:
+    """Best effort: one budget of migration 8's trigram rebuild, so searches heal an upgraded
+    index even when no sync runs; a writer holding the lock (a sync, which finishes it) wins."""
+    try:
+        conn = connect(config.db_path, busy_timeout_ms=config.busy_timeout_ms)
+    except sqlite3.Error:
+        return
+    try:
+        backfill_trigram(conn, bounded=True)
+    except sqlite3.OperationalError as exc:
+        log.info("trigram backfill left for later: %s", exc)
+    finally:
+        conn.close()
 
 
 def write_conn(config: Config, action: str) -> sqlite3.Connection:

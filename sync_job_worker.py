@@ -21,6 +21,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+import rag_db
 import rag_jobs
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
@@ -289,6 +290,10 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
     try:
+        # An index upgraded to schema 8 rebuilds its trigram rows in batches: the worker owns
+        # the rest of that rebuild, a budget at a time with a cancel check between budgets.
+        while rag_db.backfill_trigram(conn, bounded=True):
+            reporter.check_cancel()
         excludes = sync_excludes(config)
         for problem in excludes.problems:
             reporter.on_error(RAGIGNORE_NAME, problem)

@@ -149,3 +149,43 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
         assert [r[0] for r in found] == [new_id]
         left = {r[0] for r in conn.execute("SELECT DISTINCT document_id FROM chunks")}
         assert not gone & left
+
+
+def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_finish_it(
+    synced: Config, tmp_path: Path, monkeypatch
+) -> None:
+    """A tool call that opens an upgraded index waits at most one budget of the trigram rebuild
+    (not the whole of it: minutes on a big index), each later search advances it, and the sync
+    worker finishes it."""
+    import dataclasses
+
+    import rag_storage
+
+    db = _schema_7_copy(synced, tmp_path / "old")
+    monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 5)
+    monkeypatch.setattr(rag_db, "OPEN_BACKFILL_BUDGET_S", 0.0)  # one batch per budget
+    monkeypatch.setattr(rag_db.time, "sleep", lambda _s: None)
+
+    def indexed() -> int:
+        with closing(rag_db.connect(db, readonly=True)) as conn:
+            return conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
+
+    config = dataclasses.replace(synced, data_dir=db.parent, db_path=db)
+    rag_storage.write_conn(config, "upgrading the index").close()  # what a tool call does
+    assert indexed() == 5
+    rag_storage.read_conn(config).close()  # a search on the upgraded index
+    assert indexed() == 10
+    with closing(rag_db.connect(db)) as conn:
+        assert rag_db.trigram_backfill_pending(conn)
+        total = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+    assert total > 10
+    monkeypatch.setattr(rag_db, "OPEN_BACKFILL_BUDGET_S", 2.0)
+    assert rag_service.sync_kb_blocking(config).state == "succeeded"
+    with closing(rag_db.connect(db)) as conn:
+        assert not rag_db.trigram_backfill_pending(conn)
+        assert (
+            conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
+            == (conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
+        )
+        _consistent(conn)
+    assert _hits(db) == _hits(synced.db_path)
