@@ -150,7 +150,7 @@ class _Pump:
         fd = self._proc.stdout.fileno()
         selector = selectors.DefaultSelector()
         selector.register(fd, selectors.EVENT_READ)
-        buffer = b""
+        partial: list[bytes] = []  # the pieces of the line not yet ended
         next_rss = time.monotonic() + RSS_POLL_S
         try:
             while True:
@@ -170,8 +170,13 @@ class _Pump:
                     chunk = b""
                 if not chunk:
                     return
-                lines = (buffer + chunk).split(b"\n")
-                buffer = lines.pop()
+                if b"\n" not in chunk:  # a long line (a whole document) arrives in many reads
+                    partial.append(chunk)
+                    continue
+                lines = chunk.split(b"\n")
+                partial.append(lines[0])
+                lines[0] = b"".join(partial)  # joined once: re-joining per read is quadratic
+                partial = [lines.pop()]
                 if lines:
                     with self._cond:
                         self._lines.extend(lines)
