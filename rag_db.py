@@ -514,6 +514,14 @@ def trigram_backfill_pending(conn: sqlite3.Connection) -> bool:
     return row is not None
 
 
+def trigram_backfill_left(conn: sqlite3.Connection) -> int:
+    """Chunks the trigram rebuild of migration 8 has not reached yet (0 when none is pending)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,)).fetchone()
+    if row is None:
+        return 0
+    return conn.execute("SELECT COUNT(*) FROM chunks WHERE id >= ?", (int(row[0]),)).fetchone()[0]
+
+
 def backfill_trigram(conn: sqlite3.Connection, bounded: bool = False) -> int:
     """Index the chunks migration 8 left to the trigram backfill, TRIGRAM_BACKFILL_ROWS per
     transaction (resumed by whoever opens the index next after a kill); returns rows indexed.

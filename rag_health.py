@@ -20,7 +20,7 @@ from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_i
 from helpers.secrets import DETECTOR_VERSION
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
-from rag_db import schema_version
+from rag_db import schema_version, trigram_backfill_left
 from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
 from rag_results import DISK, HEALTH, LAST_JOB
 from rag_storage import (
@@ -262,6 +262,13 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
         report["warnings"].append(
             f"{report['needs_reindex_documents']} documents use an older chunking scheme: "
             "run sync_kb"
+        )
+    left = trigram_backfill_left(conn)
+    if left:
+        report["warnings"].append(
+            f"the substring index is being rebuilt after an upgrade: {left} of "
+            f"{report['chunks']} chunks to go, which substring and Thai searches miss until then; "
+            "each search moves it on, sync_kb finishes it"
         )
     report["secrets"] = _secret_stats(conn)
     if report["secrets"]["older_detector_documents"]:

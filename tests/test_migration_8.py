@@ -175,6 +175,10 @@ def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_
     assert indexed() == 5
     rag_storage.read_conn(config).close()  # a search on the upgraded index
     assert indexed() == 10
+    import rag_health
+
+    warnings = " ".join(rag_health.health(config)["warnings"])
+    assert "substring index is being rebuilt" in warnings and "sync_kb finishes it" in warnings
     with closing(rag_db.connect(db)) as conn:
         assert rag_db.trigram_backfill_pending(conn)
         total = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
@@ -189,3 +193,4 @@ def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_
         )
         _consistent(conn)
     assert _hits(db) == _hits(synced.db_path)
+    assert "substring index" not in " ".join(rag_health.health(config)["warnings"])
