@@ -55,6 +55,7 @@ from rag_sync_write import (
     FileProgress,
     JobCancelled,
     discard_staging,
+    immediate_cancel_check,
     mark_purge_pending,
     page_list,
     purge_pending,
@@ -321,8 +322,9 @@ def sync_files(
     purge: list[str] = []  # documents whose old text held a secret this detector version finds
     candidates = plan.candidates
     hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
+    check_cancel_now = immediate_cancel_check(observer)
     for number, entry in enumerate(candidates):
-        observer.check_cancel()
+        check_cancel_now()
         observer.on_file_start(entry.rel_path)
         old = plan.existing.get(entry.rel_path)
         following = candidates[number + 1 : number + 1 + PREFETCH_FILES]

@@ -155,12 +155,7 @@ def _write_staged(
     content: DocumentContent,
     observer: WriteObserver | None,
 ) -> None:
-    # The worker's reporter can read the job row itself: a cancel is seen within one batch.
-    check_cancel = (
-        (getattr(observer, "check_cancel_now", None) or observer.check_cancel)
-        if observer is not None
-        else _never_cancelled
-    )
+    check_cancel = immediate_cancel_check(observer)
     total = sum(len(s.children) for s in content.sections)
     staged_id = _insert_staging_row(conn, entry, sha256, content.title)
     retired: int | None = None
@@ -205,6 +200,15 @@ def _write_staged(
 
 def _never_cancelled() -> None:
     return None
+
+
+def immediate_cancel_check(observer: WriteObserver | None) -> Callable[[], None]:
+    """The observer's check_cancel_now where it has one (the worker's reporter reads the job
+    row itself: a cancel is seen at the next file or batch, not a heartbeat later; a small sync
+    can finish inside one heartbeat), else its check_cancel."""
+    if observer is None:
+        return _never_cancelled
+    return getattr(observer, "check_cancel_now", None) or observer.check_cancel
 
 
 def _time_budget(seconds: float) -> Callable[[], bool]:
