@@ -118,13 +118,14 @@ def mutate(seed: bytes, edits: list[tuple[float, int]], keep: float) -> bytes:
 
 
 EDITS = st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), max_size=12)
+KEEP = st.one_of(st.just(1.0), st.floats(0.01, 1.0))  # whole file, or truncated
 
 
 @settings(FAST, max_examples=60)
 @given(
     suffix=st.sampled_from(BINARY_SUFFIXES),
     edits=EDITS,
-    keep=st.one_of(st.just(1.0), st.floats(0.01, 1.0)),
+    keep=KEEP,
 )
 def test_binary_extractors_in_the_sandbox_survive_mutated_documents(
     seeds: dict[str, bytes],

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 from mail_fixtures import DOCX_TYPE, make_message, write_mbox
-from test_fuzz_fast import check_binary_bytes, mutate
+from test_fuzz_fast import EDITS, KEEP, check_binary_bytes, mutate
 
 from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits, TextBlock
 from helpers.extract.registry import extractor_for
@@ -92,8 +92,8 @@ def sandbox() -> Iterator[SandboxedExtractor]:
 @settings(FAST, max_examples=60)
 @given(
     suffix=st.sampled_from((".eml", ".mbox", ".rtf", ".gz")),
-    edits=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 255)), max_size=12),
-    keep=st.one_of(st.just(1.0), st.floats(0.01, 1.0)),
+    edits=EDITS,
+    keep=KEEP,
 )
 def test_mutated_mail_rtf_and_gzip_survive_the_sandbox(
     seeds: dict[str, bytes],
