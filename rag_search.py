@@ -102,6 +102,12 @@ HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
 # lexical side, or at 0.1 and more, it costs the FAQ sets and udhr-en2th.
 SEMANTIC_CHILD_SHARE = 0.05
 SEMANTIC_CHILD_COUNT = 2
+# Semantic candidates handed to fusion: the first 100 distinct child texts of the worker's list
+# (rag_semantic.SEMANTIC_DEPTH = 400 fetched), with every byte-identical copy of them. Copies share
+# one vector and tie; counted apart, manru's four-name man pages filled the list four times over
+# and cut its reach to ~30 pages (hybrid MRR@10 0.693 -> 0.703, Recall@8 0.921 -> 0.942; sets
+# without copies unchanged, bench/RESULTS.md "manru: copies, scales and names").
+SEMANTIC_DISTINCT = 100
 
 # Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
 # helpers.text.hubs) in every mode: the fused RRF score in lexical and semantic mode, each side's
@@ -403,6 +409,35 @@ def _break_ties(
     return head + fused[end:]
 
 
+def distinct_candidates(
+    conn: sqlite3.Connection, hits: list[tuple[int, float]], limit: int
+) -> list[tuple[int, float]]:
+    """The semantic candidates down to the first `limit` distinct child texts, every copy of
+    those kept: byte-identical copies (one man page under four names) share a vector, and
+    without this they fill the candidate list four times over, so the list reaches a quarter
+    as deep into the folder (and its cosine floor, the scale's 0, sits that much higher)."""
+    if len(hits) <= limit:
+        return hits
+    hashes: dict[int, str] = {}
+    ids = [cid for cid, _ in hits]
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        hashes.update(
+            conn.execute(f"SELECT id, text_hash FROM chunks WHERE id IN ({marks})", batch)
+        )
+    kept: set[str] = set()
+    out: list[tuple[int, float]] = []
+    for cid, cosine in hits:
+        key = hashes.get(cid, str(cid))
+        if key not in kept:
+            if len(kept) >= limit:
+                continue
+            kept.add(key)
+        out.append((cid, cosine))
+    return out
+
+
 def _hubness_corrected(
     conn: sqlite3.Connection, hits: list[tuple[int, float]]
 ) -> list[tuple[int, float]]:
@@ -436,7 +471,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         names = ()
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
-        semantic = options.semantic
+        semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
         if options.mode == "hybrid" and not any(r.ranked for r in results):
             semantic = _hubness_corrected(conn, semantic)
         results.append(ChannelResult("semantic", semantic[:CHANNEL_DEPTH]))

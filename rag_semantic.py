@@ -538,7 +538,9 @@ def semantic_state(
 # A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
 # and exits by itself after this many idle seconds; the ML runtime never enters the server.
 WARM_IDLE_S = 300.0
-SEMANTIC_DEPTH = 100  # candidates the semantic channel contributes to fusion
+# Candidates fetched from the worker; rag_search keeps the first SEMANTIC_DISTINCT (100) distinct
+# child texts of them, every copy included (rag_search.distinct_candidates).
+SEMANTIC_DEPTH = 400
 _warm_lock = threading.Lock()
 _warm_workers: dict[Path, SemanticWorker] = {}
 
