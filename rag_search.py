@@ -105,8 +105,9 @@ SEMANTIC_CHILD_COUNT = 2
 # Semantic candidates handed to fusion: the first 100 distinct child texts of the worker's list
 # (rag_semantic.SEMANTIC_DEPTH = 400 fetched), with every byte-identical copy of them. Copies share
 # one vector and tie; counted apart, manru's four-name man pages filled the list four times over
-# and cut its reach to ~30 pages (hybrid MRR@10 0.693 -> 0.703, Recall@8 0.921 -> 0.942; sets
-# without copies unchanged, bench/RESULTS.md "manru: copies, scales and names").
+# and cut its reach to ~30 pages (hybrid MRR@10 0.693 -> 0.711, Recall@8 0.921 -> 0.954; sets
+# without copies unchanged, bench/RESULTS.md "manru: copies, scales and names"). The list is
+# not cut again at the lexical CHANNEL_DEPTH: that would drop copies (0.711 -> 0.703).
 SEMANTIC_DISTINCT = 100
 
 # Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
@@ -474,7 +475,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
         if options.mode == "hybrid" and not any(r.ranked for r in results):
             semantic = _hubness_corrected(conn, semantic)
-        results.append(ChannelResult("semantic", semantic[:CHANNEL_DEPTH]))
+        results.append(ChannelResult("semantic", semantic))
     fused = fuse_channels(
         results,
         lambda ids: section_ids(conn, ids),

@@ -53,8 +53,9 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     )
     config = rag_eval.config_from_args(args)
     golden = rag_eval.load_golden(args.golden, config.knowledge_dir)
-    rag_semantic.SEMANTIC_DEPTH = DEPTH_CAPTURED
+    rag_semantic.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
     rag_search.CHANNEL_DEPTH = DEPTH_CAPTURED
+    rag_search.SEMANTIC_DISTINCT = DEPTH_CAPTURED  # `fuse` applies the shipped cut (depth)
     recorded: list[list[ChannelResult]] = []
     original = rag_search.fuse_channels
 
@@ -86,6 +87,7 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
         )
     }
     hubs = dict(conn.execute("SELECT id, hub FROM sections WHERE hub > 0"))
+    text_hash = dict(conn.execute("SELECT id, text_hash FROM chunks"))
     payload = {
         "set": set_name,
         "queries": queries,
@@ -93,6 +95,7 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
         "section_doc": section_doc,
         "section_key": section_key,
         "hubs": hubs,
+        "text_hash": text_hash,
     }
     out.write_bytes(pickle.dumps(payload))
     print(f"{set_name}: {len(queries)} queries captured to {out}", file=sys.stderr)
@@ -122,7 +125,9 @@ def fuse(
     section_doc = data["section_doc"]
     lexical = [r for r in results if r.name != "semantic"]
     semantic = [r for r in results if r.name == "semantic"]
-    sem = ChannelResult("semantic", semantic[0].ranked[:depth]) if semantic else None
+    sem = (
+        ChannelResult("semantic", _distinct(data, semantic[0].ranked, depth)) if semantic else None
+    )
     if mode == "lexical" or sem is None:
         fused = [(c, s) for c, s, _ in rag_search.rrf_fuse(lexical, rag_search.CHANNEL_WEIGHTS)]
         by_section = _best_per_section(fused, chunk_section)
@@ -167,6 +172,24 @@ def fuse(
     key = data["section_key"]
     order = sorted(by_section.items(), key=lambda x: (-round(x[1], 12), key[x[0]]))
     return eval_metrics.distinct_documents(section_doc[s] for s, _ in order[:TOP_HITS])
+
+
+def _distinct(data: dict, ranked: list[tuple[int, float]], depth: int) -> list[tuple[int, float]]:
+    """The first `depth` distinct child texts with every copy (rag_search.distinct_candidates);
+    a capture without text hashes (before wave 5) is cut at plain depth."""
+    hashes = data.get("text_hash")
+    if hashes is None:
+        return ranked[:depth]
+    kept: set[str] = set()
+    out = []
+    for cid, cosine in ranked:
+        key = hashes.get(cid, str(cid))
+        if key not in kept:
+            if len(kept) >= depth:
+                continue
+            kept.add(key)
+        out.append((cid, cosine))
+    return out
 
 
 def _section_sizes(data: dict) -> dict[int, int]:

@@ -90,3 +90,24 @@ def test_hybrid_search_ranks_every_copy_and_the_distinct_pages_behind_them(tmp_p
     paths = [hit.path for hit in result.hits]
     assert sorted(paths[:4]) == [f"copy{i}.md" for i in range(4)]
     assert len(set(paths)) == len(paths) == len(files)
+
+
+def test_every_copy_of_the_distinct_candidates_reaches_fusion(tmp_path: Path):
+    """60 pages under four names each: 240 candidates, 60 texts. All of them are fused (the
+    lexical channels' depth, CHANNEL_DEPTH = 200, does not cut the semantic list)."""
+    files = {
+        f"{name}{i}.md": PAGE.format(name=f"page {i} {'x' * (i % 7)}")
+        for i in range(60)
+        for name in ("a", "b", "c", "d")
+    }
+    config = _sync(tmp_path, files)
+    chunks = _chunks(config)
+    assert len(chunks) == 240 > rag_search.CHANNEL_DEPTH
+    by_page = sorted(chunks, key=lambda row: (int(row[1][1:-3]), row[1]))
+    semantic = [(cid, 0.9 - rank // 4 / 1000) for rank, (cid, _) in enumerate(by_page)]
+    options = rag_search.SearchOptions(top_k=240, mode="semantic", semantic=semantic)
+    with closing(sqlite3.connect(config.db_path)) as conn:
+        conn.row_factory = sqlite3.Row
+        result = rag_search.search(conn, "character set", options)
+    assert len(result.hits) == 240
+    assert [hit.path for hit in result.hits[:4]] == ["a0.md", "b0.md", "c0.md", "d0.md"]
