@@ -304,10 +304,7 @@ def test_vectors_are_built_from_the_redacted_text(tmp_path: Path):
     view = _sync(config)
     assert view.semantic["total"] > 0 and view.semantic["done"] == view.semantic["total"]
     with closing(sqlite3.connect(config.db_path)) as conn:
-        texts = {
-            vector_pack.hash_digest(h): t
-            for t, h in conn.execute("SELECT text, text_hash FROM chunks")
-        }
+        texts = {vector_pack.text_digest(t): t for (t,) in conn.execute("SELECT text FROM chunks")}
         embedded = [
             digest
             for (blob,) in conn.execute("SELECT text_hashes FROM semantic_blocks")
