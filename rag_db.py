@@ -608,10 +608,13 @@ def backfill_compact(conn: sqlite3.Connection, bounded: bool = False) -> int:
         return 0
     started = time.monotonic()
     budget = OPEN_BACKFILL_BUDGET_S if bounded else math.inf
-    done = _batched(conn, COMPACT_SECTIONS_KEY, compact_sections, COMPACT_SECTION_ROWS, budget)
+    done = 0
+    if compact_backfill_pending(conn, COMPACT_SECTIONS_KEY):
+        done = _batched(conn, COMPACT_SECTIONS_KEY, compact_sections, COMPACT_SECTION_ROWS, budget)
+        left = budget - (time.monotonic() - started)
+        if compact_backfill_pending(conn, COMPACT_SECTIONS_KEY) or (done and left <= 0):
+            return done  # the caller comes back for the chunks
     left = budget - (time.monotonic() - started)
-    if compact_backfill_pending(conn, COMPACT_SECTIONS_KEY) or left <= 0:
-        return done
     return done + _batched(conn, COMPACT_CHUNKS_KEY, compact_chunks, COMPACT_CHUNK_ROWS, left)
 
 

@@ -9,9 +9,9 @@ migrated) reads the same row by row:
   chunks), and compresses to 0.39x on the Python manual (bench/RESULTS.md, "Index size,
   migration 9").
 - chunks.location: '' when the child's location is its section's; "START-END" when only the
-  line range differs ("22-35", "22-", "-35"); "=" + a JSON merge patch over the section's
-  location otherwise (null removes a field). Schema 8 stored the whole JSON object, which always
-  starts with '{'.
+  line range differs ("22-35", "22-", "-35"); else "=" + a JSON merge patch over the section's
+  location (null removes a field), or the whole JSON object when that is shorter. Schema 8
+  stored the whole object in every row: a value starting with '{' is read as whole in any row.
 """
 
 from __future__ import annotations
@@ -53,7 +53,13 @@ def pack_child_location(child: Location, section: Location) -> str:
     patch.update({k: None for k in theirs if k not in mine})
     if set(patch) <= set(_LINES) and all(type(v) is int and v >= 0 for v in patch.values()):
         return "-".join("" if patch.get(k) is None else str(patch[k]) for k in _LINES)
-    return _PATCH + json.dumps(patch, ensure_ascii=False, separators=(",", ":"))
+    patched = _PATCH + _json(patch)
+    whole = _json(mine)
+    return whole if len(whole) < len(patched) else patched
+
+
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def child_location(stored: str, section_location: str) -> Location:
@@ -111,10 +117,11 @@ def compact_chunks(conn: sqlite3.Connection, first_id: int, limit: int) -> tuple
         return None
     updates = []
     for cid, stored, text_hash, section_location in rows:
-        if not stored.startswith("{") and text_hash == "":
+        if text_hash == "" and not stored.startswith("{"):
             continue  # written by migration 9's code already
         section = Location.from_dict(json.loads(section_location) if section_location else {})
-        location = child_location(stored, section_location)
-        updates.append((pack_child_location(location, section), cid))
+        packed = pack_child_location(child_location(stored, section_location), section)
+        if packed != stored or text_hash != "":
+            updates.append((packed, cid))
     conn.executemany("UPDATE chunks SET location = ?, text_hash = '' WHERE id = ?", updates)
     return int(rows[-1][0]) + 1, len(rows)
