@@ -37,6 +37,7 @@ from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION
 from helpers.semantic import vector_pack
+from helpers.storage_codec import section_text
 from rag_config import Config
 from rag_sync_write import mark_purge_pending, purge_pending
 
@@ -52,10 +53,19 @@ def _sync(config: Config):  # type: ignore[no-untyped-def]
 
 
 def _index_bytes(config: Config) -> bytes:
+    """The file and its WAL, plus the section texts decompressed (migration 9 stores them
+    zlib-compressed, which a byte search would not see into)."""
+    with closing(sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)) as conn:
+        sections = [section_text(t).encode() for (t,) in conn.execute("SELECT text FROM sections")]
     return b"".join(
-        Path(f"{config.db_path}{suffix}").read_bytes()
-        for suffix in ("", "-wal")
-        if Path(f"{config.db_path}{suffix}").exists()
+        [
+            *(
+                Path(f"{config.db_path}{suffix}").read_bytes()
+                for suffix in ("", "-wal")
+                if Path(f"{config.db_path}{suffix}").exists()
+            ),
+            *sections,
+        ]
     )
 
 
