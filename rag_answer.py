@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from helpers.storage_codec import child_location
 from rag_results import Hit, Omitted, SearchResult
 
 CUT_MARK = "…"
@@ -177,13 +178,14 @@ def _children(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, tuple
         return {}
     marks = ",".join("?" * len(chunk_ids))
     rows = conn.execute(
-        f"SELECT c.id, c.text, c.location, d.sha256 FROM chunks c "
-        f"JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})",
+        f"SELECT c.id, c.text, c.location, d.sha256, s.location FROM chunks c "
+        f"JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
+        f"WHERE c.id IN ({marks})",
         chunk_ids,
     ).fetchall()
     out: dict[int, tuple[str, str, str]] = {}
     for row in rows:
-        heading = json.loads(row[2] or "{}").get("heading_path") or []
+        heading = child_location(row[2], row[4]).heading_path
         out[row[0]] = (row[1], row[3], " > ".join(p.strip() for p in heading if p.strip()))
     return out
 

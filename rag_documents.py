@@ -11,6 +11,7 @@ from typing import Any
 from helpers.extract.blocks import Location
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE
 from helpers.safety import scope_like_pattern
+from helpers.storage_codec import section_text
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_results import DOCUMENT, LIST, READ, SECTION, UNTRUSTED_NOTICE
 
@@ -164,7 +165,8 @@ def read_sections(
     used = 0
     next_offset = None
     for i, row in enumerate(selected):
-        if out and used + len(row["text"]) > max_chars:
+        text = section_text(row["text"])
+        if out and used + len(text) > max_chars:
             next_offset = start_index + i
             break
         loc = Location.from_dict(json.loads(row["location"]))
@@ -175,11 +177,11 @@ def read_sections(
                     "ordinal": row["ordinal"],
                     "location": loc.to_dict(),
                     "location_label": loc.label(),
-                    "text": row["text"],
+                    "text": text,
                 }
             )
         )
-        used += len(row["text"])
+        used += len(text)
     return READ.build(
         {
             "found": True,

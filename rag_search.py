@@ -18,7 +18,6 @@ is deterministic: fixed constants and weights, ties broken by path, then positio
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections import Counter
@@ -26,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from helpers.extract.blocks import Location
 from helpers.lexical.channels import (
     channel_bm25,
     channel_exact,
@@ -48,6 +46,7 @@ from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
+from helpers.storage_codec import child_location, section_text
 from rag_results import ChannelRank, Hit, SearchResult
 
 __all__ = [
@@ -508,7 +507,8 @@ def _materialise(
             break
         row = conn.execute(
             "SELECT c.id, c.section_id, c.text, c.location, c.ocr, d.path, d.title, d.format, "
-            "d.size, d.mtime_ns, s.text AS section_text FROM chunks c "
+            "d.size, d.mtime_ns, s.text AS section_text, s.location AS section_location "
+            "FROM chunks c "
             "JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
             "WHERE c.id = ?",
             (chunk_id,),
@@ -525,8 +525,8 @@ def _materialise(
             except OSError:
                 continue  # the file is gone: never return it as current
             stale = st.st_size != row["size"] or st.st_mtime_ns != row["mtime_ns"]
-        location = Location.from_dict(json.loads(row["location"]))
-        sections[row["section_id"]] = row["section_text"]
+        location = child_location(row["location"], row["section_location"])
+        sections[row["section_id"]] = section_text(row["section_text"])
         hits.append(
             Hit(
                 rank=len(hits) + 1,

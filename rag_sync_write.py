@@ -12,7 +12,6 @@ left some. Search skips them (helpers.lexical.common).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import sqlite3
 import string
@@ -26,6 +25,7 @@ from helpers.extract import registry as extractors
 from helpers.lexical.common import STAGING_PATH_PREFIX, hidden_document_ids
 from helpers.safety import FileEntry
 from helpers.secrets import DETECTOR_VERSION
+from helpers.storage_codec import pack_child_location, pack_section_text
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -412,7 +412,7 @@ def _insert_sections(
                 section_id,
                 doc_id,
                 ordinal,
-                section.text,
+                pack_section_text(section.text),
                 json.dumps(section.location.to_dict()),
                 hub_score(section.text),
             )
@@ -427,8 +427,8 @@ def _insert_sections(
                     child_ordinal,
                     child.text,
                     stored_norm(child.text, norm),
-                    hashlib.sha256(child.text.encode()).hexdigest(),
-                    json.dumps(child.location.to_dict()),
+                    "",  # text_hash: the semantic build hashes the text itself (migration 9)
+                    pack_child_location(child.location, section.location),
                     int(child.ocr),
                 )
             )

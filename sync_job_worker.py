@@ -290,9 +290,9 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
     try:
-        # An index upgraded to schema 8 rebuilds its trigram rows in batches: the worker owns
-        # the rest of that rebuild, a budget at a time with a cancel check between budgets.
-        while rag_db.backfill_trigram(conn, bounded=True):
+        # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
+        # in batches: the worker owns the rest, a budget at a time with a cancel check between.
+        while rag_db.run_backfills(conn, bounded=True):
             reporter.check_cancel()
         excludes = sync_excludes(config)
         for problem in excludes.problems:

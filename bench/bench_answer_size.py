@@ -32,6 +32,7 @@ REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
 import rag_service  # noqa: E402
+from helpers.storage_codec import child_location  # noqa: E402
 from rag_answer import child_body  # noqa: E402
 from rag_config import config_from_args  # noqa: E402
 
@@ -65,9 +66,11 @@ def _best_child(conn: sqlite3.Connection, hits: list[Any], relevant: set[str]) -
     for hit in hits:
         if hit.path in relevant:
             row = conn.execute(
-                "SELECT text, location FROM chunks WHERE id = ?", (hit.chunk_id,)
+                "SELECT c.text, c.location, s.location FROM chunks c "
+                "JOIN sections s ON s.id = c.section_id WHERE c.id = ?",
+                (hit.chunk_id,),
             ).fetchone()
-            heading = json.loads(row[1] or "{}").get("heading_path") or []
+            heading = child_location(row[1], row[2]).heading_path
             return child_body(row[0], " > ".join(p.strip() for p in heading if p.strip()))
     return None
 

@@ -3,9 +3,10 @@
     python bench/bench_migrate.py INDEX.sqlite3
 
 Copies the index (never touches the original), opens the copy with rag_db.open_index and
-reports every write transaction of the migration and of its batched backfill: the longest is the
-longest a cancel_sync or heartbeat waits. Then checks the trigram index against the chunks and
-reports the file size before and after a VACUUM.
+reports every write transaction of the migration and of its batched backfills (migration 8's
+trigram rows, migration 9's compaction): the longest is the longest a cancel_sync or heartbeat
+waits. Then checks the trigram index against the chunks, counts rows left in the old encodings
+and reports the file size before and after a VACUUM.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import rag_db  # noqa: E402
+from helpers.storage_codec import pack_section_text  # noqa: E402
 
 
 def main() -> None:
@@ -49,15 +51,27 @@ def main() -> None:
         start = time.perf_counter()
         conn = rag_db.open_index(db)
         wall = time.perf_counter() - start
+        opened = len(seconds)
+        while rag_db.run_backfills(conn, bounded=True):  # what the sync worker runs
+            pass
+        finished = time.perf_counter() - start
         rag_db.write_transaction = real
         chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         print(f"{args.index}: schema {before} -> {rag_db.schema_version(conn)}, {chunks} chunks")
         if seconds:
             print(
-                f"  open_index {wall:.1f} s, {len(seconds)} write transactions, "
-                f"longest {max(seconds):.2f} s, first {seconds[0]:.2f} s"
+                f"  open_index {wall:.1f} s ({opened} write transactions), backfills done after "
+                f"{finished:.1f} s: {len(seconds)} write transactions, longest "
+                f"{max(seconds):.2f} s, first {seconds[0]:.2f} s"
             )
         conn.execute("INSERT INTO chunks_fts(chunks_fts, rank) VALUES ('integrity-check', 1)")
+        # every schema-8 chunk has a hex hash, which the compaction clears with its location
+        old_chunks = conn.execute("SELECT COUNT(*) FROM chunks WHERE text_hash != ''").fetchone()[0]
+        old_sections = sum(
+            isinstance(text, str) and isinstance(pack_section_text(text), bytes)
+            for (text,) in conn.execute("SELECT text FROM sections")
+        )
+        print(f"  rows left in the old encodings: {old_chunks} chunks, {old_sections} sections")
         conn.execute("VACUUM")
         conn.close()
         print(f"  trigram index matches chunks; file {size / 1e6:.1f} MB -> ", end="")

@@ -118,7 +118,7 @@ def index_texts(index: Path, count: int) -> list[str]:
     conn = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     try:
         rows = conn.execute(
-            "SELECT MIN(text) FROM chunks GROUP BY text_hash ORDER BY MIN(id) LIMIT ?", (count,)
+            "SELECT text FROM chunks GROUP BY text ORDER BY MIN(id) LIMIT ?", (count,)
         ).fetchall()
     finally:
         conn.close()

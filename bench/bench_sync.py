@@ -31,6 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from conftest import server_args, write_corpus  # noqa: E402
 
 import rag_service  # noqa: E402
+from helpers.storage_codec import section_text  # noqa: E402
 from rag_config import Config  # noqa: E402
 
 
@@ -133,6 +134,27 @@ def table_sizes(db: Path) -> list[tuple[str, int]]:
     return sizes
 
 
+SHOWN_BYTES = 10_000  # tables and indexes listed one by one; the rest are summed
+# Stored bytes of each column of the two row tables (what dbstat's per-table figure is made of).
+COLUMNS = {
+    "chunks": ("text", "norm_stored", "text_hash", "location"),
+    "sections": ("text", "location"),
+}
+
+
+def column_sizes(db: Path) -> list[tuple[str, int]]:
+    """Bytes per stored text column (its values' lengths as BLOBs: compressed text as stored)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    sizes = [
+        (f"{table}.{column}", int(conn.execute(sql).fetchone()[0] or 0))
+        for table, columns in COLUMNS.items()
+        for column in columns
+        for sql in (f"SELECT SUM(length(CAST({column} AS BLOB))) FROM {table}",)
+    ]
+    conn.close()
+    return sizes
+
+
 def real_folder(folder: Path, work: Path, rounds: int = 1) -> None:
     """Lexical first syncs of `folder` (fresh data dirs), each beside a bare FTS5 insert of the
     same text: medians over `rounds` (the box is shared: the ratio is the figure to quote)."""
@@ -142,7 +164,7 @@ def real_folder(folder: Path, work: Path, rounds: int = 1) -> None:
         config = config_for(folder, work / f"state-{round_no}")
         wall, worker, counts = timed_sync(config)
         conn = sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)
-        texts = [row[0] for row in conn.execute("SELECT text FROM sections ORDER BY id")]
+        texts = [section_text(r[0]) for r in conn.execute("SELECT text FROM sections ORDER BY id")]
         conn.close()
         (work / "bare.sqlite3").unlink(missing_ok=True)
         bare = bare_fts_seconds(texts, work)
@@ -165,8 +187,13 @@ def real_folder(folder: Path, work: Path, rounds: int = 1) -> None:
     sizes = table_sizes(config.db_path)
     total = sum(size for _, size in sizes)
     print(f"  index {total / 1e6:.1f} MB = {total / 1e6 / text_mb:.1f}x the section text")
-    for name, size in sizes[:12]:
-        print(f"    {name:28} {size / 1e6:8.1f} MB  {size / 1e6 / text_mb:5.2f}x")
+    shown = [(name, size) for name, size in sizes if size >= SHOWN_BYTES]
+    shown.append((f"({len(sizes) - len(shown)} smaller ones)", total - sum(s for _, s in shown)))
+    for name, size in shown:
+        print(f"    {name:28} {size / 1e6:8.2f} MB  {size / 1e6 / text_mb:5.3f}x")
+    print("  stored columns (payload, without row and page overhead):")
+    for name, size in column_sizes(config.db_path):
+        print(f"    {name:28} {size / 1e6:8.2f} MB  {size / 1e6 / text_mb:5.3f}x")
 
 
 def main() -> None:

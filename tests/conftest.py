@@ -142,12 +142,44 @@ def no_state_in_the_real_home() -> object:
     assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
 
 
+def undo_migration_9(conn: sqlite3.Connection) -> None:
+    """An index as schema 8 left it: sections.text plain, every chunk's location the whole JSON
+    object, chunks.text_hash the hex sha256 of its text."""
+    import hashlib
+    import json
+
+    from helpers.storage_codec import child_location, section_text
+
+    sections = conn.execute("SELECT id, text, location FROM sections").fetchall()
+    conn.executemany(
+        "UPDATE sections SET text = ? WHERE id = ?", [(section_text(t), i) for i, t, _ in sections]
+    )
+    where = {i: loc for i, _, loc in sections}
+    conn.executemany(
+        "UPDATE chunks SET location = ?, text_hash = ? WHERE id = ?",
+        [
+            (
+                json.dumps(child_location(loc, where[sid]).to_dict()),
+                hashlib.sha256(text.encode()).hexdigest(),
+                cid,
+            )
+            for cid, sid, text, loc in conn.execute(
+                "SELECT id, section_id, text, location FROM chunks"
+            ).fetchall()
+        ],
+    )
+    conn.execute("DELETE FROM meta WHERE key IN ('compact_sections_next', 'compact_chunks_next')")
+    conn.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+
+
 def undo_migration_8(conn: sqlite3.Connection) -> None:
     """An index as schema 7 left it: chunks.norm a stored copy of fold(text), chunks_fts a
     plain trigram table over the folded title, path and chunk text, one copy of each per chunk,
     written by the sync (no triggers)."""
     import rag_db
     from helpers.text.normalize import fold
+
+    undo_migration_9(conn)
 
     conn.create_function("fold", 1, fold, deterministic=True)
     for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ad", "ocr_au"):

@@ -78,13 +78,18 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
     with closing(sqlite3.connect(db)) as old:
         tables = {r[0] for r in old.execute("SELECT name FROM sqlite_master")}
         chunks = old.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        sections = old.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
     assert "chunks_fts_content" in tables  # schema 7's own copy of the text
     pauses: list[float] = []
     monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 7)
     monkeypatch.setattr(rag_db.time, "sleep", pauses.append)
     with closing(rag_db.open_index(db)) as conn:
-        assert rag_db.schema_version(conn) == 8
-        assert len(pauses) == math.ceil(chunks / 7)  # one short transaction per batch
+        assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+        # one short transaction per batch: trigram rows, then migration 9's compaction
+        compaction = math.ceil(sections / rag_db.COMPACT_SECTION_ROWS) + math.ceil(
+            chunks / rag_db.COMPACT_CHUNK_ROWS
+        )
+        assert len(pauses) == math.ceil(chunks / 7) + compaction
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "chunks_fts_content" not in tables
         assert (

@@ -16,6 +16,7 @@ from format_fixtures import write_text_pdf
 import rag_db
 import rag_search
 import rag_service
+from helpers.storage_codec import section_text
 from helpers.text.hubs import hub_score
 from rag_config import Config
 
@@ -220,7 +221,7 @@ def test_migration_5_backfills_the_scores_of_an_existing_index(
     texts = dict(conn.execute("SELECT id, text FROM sections"))
     conn.close()
     assert got == expected and max(got.values()) >= 0.8
-    assert all(got[sid] == hub_score(texts[sid]) for sid in got)
+    assert all(got[sid] == hub_score(section_text(texts[sid])) for sid in got)
 
 
 def test_a_schema_4_index_read_only_searches_without_the_prior(

@@ -37,6 +37,7 @@ from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION
 from helpers.semantic import vector_pack
+from helpers.storage_codec import section_text
 from rag_config import Config
 from rag_sync_write import mark_purge_pending, purge_pending
 
@@ -52,10 +53,19 @@ def _sync(config: Config):  # type: ignore[no-untyped-def]
 
 
 def _index_bytes(config: Config) -> bytes:
+    """The file and its WAL, plus the section texts decompressed (migration 9 stores them
+    zlib-compressed, which a byte search would not see into)."""
+    with closing(sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)) as conn:
+        sections = [section_text(t).encode() for (t,) in conn.execute("SELECT text FROM sections")]
     return b"".join(
-        Path(f"{config.db_path}{suffix}").read_bytes()
-        for suffix in ("", "-wal")
-        if Path(f"{config.db_path}{suffix}").exists()
+        [
+            *(
+                Path(f"{config.db_path}{suffix}").read_bytes()
+                for suffix in ("", "-wal")
+                if Path(f"{config.db_path}{suffix}").exists()
+            ),
+            *sections,
+        ]
     )
 
 
@@ -304,10 +314,7 @@ def test_vectors_are_built_from_the_redacted_text(tmp_path: Path):
     view = _sync(config)
     assert view.semantic["total"] > 0 and view.semantic["done"] == view.semantic["total"]
     with closing(sqlite3.connect(config.db_path)) as conn:
-        texts = {
-            vector_pack.hash_digest(h): t
-            for t, h in conn.execute("SELECT text, text_hash FROM chunks")
-        }
+        texts = {vector_pack.text_digest(t): t for (t,) in conn.execute("SELECT text FROM chunks")}
         embedded = [
             digest
             for (blob,) in conn.execute("SELECT text_hashes FROM semantic_blocks")

@@ -30,6 +30,7 @@ from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
 from helpers.extract.sandbox import SandboxedExtractor
 from helpers.lexical.common import hidden_document_ids
 from helpers.safety import FileEntry
+from helpers.storage_codec import section_text
 from helpers.text.chunking import Child, Section
 from rag_config import Config
 from rag_db import open_index
@@ -324,10 +325,13 @@ def test_a_sandboxed_document_cut_at_the_character_limit_is_marked_truncated(
     assert docs["records.json"]["error"] == TRUNCATED_NOTE
     assert recorder.errors["records.json"].startswith(TRUNCATED_NOTE)
     assert docs["short.json"]["error"] is None and "short.json" not in recorder.errors
-    text = conn.execute(
-        "SELECT group_concat(s.text, '') FROM sections s JOIN documents d ON d.id = s.document_id "
-        "WHERE d.path = 'records.json'"
-    ).fetchone()[0]
+    text = "".join(
+        section_text(row[0])
+        for row in conn.execute(
+            "SELECT s.text FROM sections s JOIN documents d ON d.id = s.document_id "
+            "WHERE d.path = 'records.json'"
+        )
+    )
     assert 4000 < len(text) <= 10_000
     conn.close()
 
