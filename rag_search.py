@@ -46,7 +46,7 @@ from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
-from helpers.storage_codec import child_location, section_text
+from helpers.storage_codec import child_location, section_text, text_digest
 from rag_results import ChannelRank, Hit, SearchResult
 
 __all__ = [
@@ -418,18 +418,17 @@ def distinct_candidates(
     as deep into the folder (and its cosine floor, the scale's 0, sits that much higher)."""
     if len(hits) <= limit:
         return hits
-    hashes: dict[int, str] = {}
+    digests: dict[int, bytes] = {}
     ids = [cid for cid, _ in hits]
     for start in range(0, len(ids), 500):
         batch = ids[start : start + 500]
         marks = ",".join("?" * len(batch))
-        hashes.update(
-            conn.execute(f"SELECT id, text_hash FROM chunks WHERE id IN ({marks})", batch)
-        )
-    kept: set[str] = set()
+        rows = conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch)
+        digests.update((cid, text_digest(text)) for cid, text in rows)
+    kept: set[bytes | int] = set()
     out: list[tuple[int, float]] = []
     for cid, cosine in hits:
-        key = hashes.get(cid, str(cid))
+        key = digests.get(cid, cid)
         if key not in kept:
             if len(kept) >= limit:
                 continue

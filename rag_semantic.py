@@ -31,6 +31,7 @@ from helpers.semantic.model import (
     hf_hub_cache_root,
     load_model_info,
 )
+from helpers.storage_codec import text_digest
 from rag_semantic_client import (
     DEFAULT_THREADS,
     DEFAULT_TIMEOUT_S,
@@ -138,7 +139,7 @@ def _chunk_keys(conn: sqlite3.Connection) -> tuple[np.ndarray, list[bytes]]:
     hashes: list[bytes] = []
     for cid, text in conn.execute("SELECT id, text FROM chunks ORDER BY id"):
         ids.append(cid)
-        hashes.append(vector_pack.text_digest(text))
+        hashes.append(text_digest(text))
     return np.asarray(ids, dtype=np.int64), hashes
 
 
@@ -375,7 +376,7 @@ def _texts_for(conn: sqlite3.Connection, ids: list[int], hashes: list[bytes]) ->
     texts = []
     for cid, digest in zip(ids, hashes, strict=True):
         text = rows.get(cid)
-        if text is None or vector_pack.text_digest(text) != digest:
+        if text is None or text_digest(text) != digest:
             raise SemanticError(
                 f"chunk {cid} changed during the semantic build", "run the sync again"
             )

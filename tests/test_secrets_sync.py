@@ -37,7 +37,7 @@ from helpers.extract.blocks import ExtractContext
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION
 from helpers.semantic import vector_pack
-from helpers.storage_codec import section_text
+from helpers.storage_codec import section_text, text_digest
 from rag_config import Config
 from rag_sync_write import mark_purge_pending, purge_pending
 
@@ -314,7 +314,7 @@ def test_vectors_are_built_from_the_redacted_text(tmp_path: Path):
     view = _sync(config)
     assert view.semantic["total"] > 0 and view.semantic["done"] == view.semantic["total"]
     with closing(sqlite3.connect(config.db_path)) as conn:
-        texts = {vector_pack.text_digest(t): t for (t,) in conn.execute("SELECT text FROM chunks")}
+        texts = {text_digest(t): t for (t,) in conn.execute("SELECT text FROM chunks")}
         embedded = [
             digest
             for (blob,) in conn.execute("SELECT text_hashes FROM semantic_blocks")

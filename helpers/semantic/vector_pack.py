@@ -18,12 +18,12 @@ import numpy as np
 
 from helpers.errors import RagError
 from helpers.sqlite_read import connect_read_only  # also opens a read-only data dir
+from helpers.storage_codec import HASH_BYTES
 
 # Vectors per semantic_blocks row. Packed 1,024-vector rows scanned twice as fast as one row per
 # vector (199 vs 397 ms for 200k x 384 with numpy, stack-facts), and a block stays under 1 MB
 # (1,024 x 384 x 2 bytes = 768 KB), so a scan streams in bounded memory.
 BLOCK_SIZE = 1024
-HASH_BYTES = 16  # sha256 prefix per vector: 128 bits cannot collide by chance
 VECTOR_DTYPE = np.dtype("<f2")
 ID_DTYPE = np.dtype("<i8")
 
@@ -45,12 +45,6 @@ def hash_digest(text_hash: str) -> bytes:
         except ValueError:
             pass
     return hashlib.sha256(text_hash.encode("utf-8")).digest()[:HASH_BYTES]
-
-
-def text_digest(text: str) -> bytes:
-    """The 16-byte key of a chunk's text: what hash_digest gives for its hex sha256, computed
-    from the text (migration 9 stores no hash per chunk; 0.05 s for 51,000 chunks)."""
-    return hashlib.sha256(text.encode("utf-8")).digest()[:HASH_BYTES]
 
 
 def pack_vectors(vectors: np.ndarray) -> bytes:
