@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from functools import lru_cache
 
 from helpers.lexical.query_terms import Query
 from helpers.text.normalize import fold
@@ -31,18 +32,46 @@ POINTER_PRIOR = 0.9
 # a top 10 with a match over 0.4 has 0.5 or 1.0, every relevant one 0.5 or 0.67; a floor of
 # 0.5 cost one query its Recall@8 in lexical and semantic mode (bench/RESULTS.md).
 MATCH_FLOOR = 2 / 3
+# A pointer counts only when it holds at least this many of the query's content words: a quoted
+# title of one or two words is a term, and a page that points at `[graph], page 98` is a page
+# about graphs (a back-of-book index lists it: with no such minimum the debian-pdf index half
+# lost page R@1 0.616 -> 0.580 in hybrid mode). A question or a section title quoted whole has
+# three or more (debfaq-en: 104 of 119 queries).
+MIN_MATCHED_WORDS = 3
 # Spans looked at per section: a manual page with many cross-references is judged by its first
 # ones (bounded cost on hostile text).
 MAX_SPANS = 40
 
 
-def _forms(query: Query) -> list[tuple[str, ...]]:
+# Per-process caches: the same sections and the same quoted titles come back query after query
+# (a section's spans are a pure function of its text). Bounded: 1,024 sections of <= 4,000
+# characters (a few MB).
+CACHE_TEXTS = 1024
+
+
+def _forms(query: Query) -> tuple[tuple[str, ...], ...]:
     """The accepted forms of each content word, one entry per stem (`packages` and `package`
     are one word of a title)."""
     seen: dict[str, tuple[str, ...]] = {}
     for group in query.content:
         seen.setdefault(group.stem or group.text, group.substrings(recall=False) or (group.text,))
-    return list(seen.values())
+    return tuple(seen.values())
+
+
+@lru_cache(maxsize=CACHE_TEXTS)
+def _pointers_of(text: str) -> tuple[tuple[str, tuple[tuple[str, ...], ...]], ...]:
+    """Per pointer span of `text` (the first MAX_SPANS): its folded text and its title's
+    content-word forms."""
+    out = []
+    for start, end in pointer_spans(text)[:MAX_SPANS]:
+        piece = text[start:end]
+        out.append((fold(piece), _title_forms(span_title(piece))))
+    return tuple(out)
+
+
+@lru_cache(maxsize=CACHE_TEXTS)
+def _title_forms(title: str) -> tuple[tuple[str, ...], ...]:
+    return _forms(Query.parse(title))
 
 
 def _share(forms: Sequence[tuple[str, ...]], folded: str) -> float:
@@ -51,22 +80,21 @@ def _share(forms: Sequence[tuple[str, ...]], folded: str) -> float:
     return sum(any(f and f in folded for f in group) for group in forms) / len(forms)
 
 
-def pointer_match(query: Query, text: str) -> float:
+def pointer_match(query: Query, text: str, forms: Sequence[tuple[str, ...]] | None = None) -> float:
     """0-1: how far the best pointer span of `text` is the query itself (the smaller of the
-    share of the query's content words in the span and of the span's in the query)."""
-    spans = pointer_spans(text)[:MAX_SPANS]
-    forms = _forms(query)
-    if not spans or not forms:
+    share of the query's content words in the span and of the span's in the query; 0 when the
+    span holds fewer than MIN_MATCHED_WORDS of them). `forms`: the query's, when the caller
+    has them (_forms)."""
+    spans = _pointers_of(text)
+    forms = _forms(query) if forms is None else forms
+    if not spans or len(forms) < MIN_MATCHED_WORDS:
         return 0.0
-    folded_query = query.folded
     best = 0.0
-    for start, end in spans:
-        piece = text[start:end]
-        into = _share(forms, fold(piece))
-        if into <= best:  # min(into, back) cannot beat it
-            continue
-        back = _share(_forms(Query.parse(span_title(piece))), folded_query)
-        best = max(best, min(into, back))
+    for folded_span, title_forms in spans:
+        into = _share(forms, folded_span)
+        if into <= best or into * len(forms) < MIN_MATCHED_WORDS - 1e-9:
+            continue  # cannot beat the best; or a term, not a title
+        best = max(best, min(into, _share(title_forms, query.folded)))
     return best
 
 
@@ -108,10 +136,11 @@ def apply_pointer_prior(
         return fused
     head = fused[:window]
     texts = section_texts(conn, [cid for cid, _, _ in head])
+    forms = _forms(query)
     weights: dict[int, float] = {}
     for _cid, (sid, text) in texts.items():
         if sid not in weights:
-            weights[sid] = pointer_weight(pointer_match(query, text))
+            weights[sid] = pointer_weight(pointer_match(query, text, forms))
     if not any(weights.values()):
         return fused
     lowered = []
