@@ -3,12 +3,13 @@ ranking already carries (no second retrieval, no model call; the same inputs giv
 
 Evidence of the top hit: which sides found it (lexical channels, semantic) and how high, the
 share of the query's content words its section holds, how far its fused score stands above the
-runner-up's, and its cosine. `high` needs a clear fused winner that the semantic side also puts
-near its top (when it ran): both sides agree. Fed by the fused SearchResult (rag_service calls
-`assess` after rag_search.search), so ranking changes never touch this module (they may move
-the calibration: re-run bench/bench_confidence.py). Thresholds are calibrated on the public eval
-sets, in-domain and against another set's documents (numbers in bench/RESULTS.md, "Answer
-confidence").
+runner-up's, its cosine, and whether its section only points at the answer (a cross-reference
+that quotes the query: helpers.lexical.pointers). `high` needs a clear fused winner that the
+semantic side also puts near its top (when it ran): both sides agree. Fed by the fused
+SearchResult (rag_service calls `assess` after rag_search.search), so ranking changes never
+touch this module (they may move the calibration: re-run bench/bench_confidence.py).
+Thresholds are calibrated on the public eval sets, in-domain and against another set's
+documents (numbers in bench/RESULTS.md, "Answer confidence" and "Pointer spans").
 """
 
 from __future__ import annotations

@@ -132,11 +132,11 @@ def apply_pointer_prior(
     Candidates past the window cannot become hits before the lowered ones do (they score
     less), so they are not read."""
     strength = POINTER_PRIOR if strength is None else strength
-    if strength <= 0 or not fused or not query.content:
-        return fused
+    forms = _forms(query)
+    if strength <= 0 or not fused or len(forms) < MIN_MATCHED_WORDS:
+        return fused  # a query of one or two words is never a quoted title (nothing is read)
     head = fused[:window]
     texts = section_texts(conn, [cid for cid, _, _ in head])
-    forms = _forms(query)
     weights: dict[int, float] = {}
     for _cid, (sid, text) in texts.items():
         if sid not in weights:
