@@ -82,7 +82,7 @@ def test_a_span_that_is_the_query_matches_and_a_neighbour_does_not() -> None:
     chapter = 'the Debian Policy Manual, section 5, "Control files and their fields" .'
     own = pointers.pointer_match(Query.parse("What is a Debian control file?"), chapter)
     assert pointers.pointer_weight(own) == 0.0
-    # a one- or two-word title is a term: a page pointing at it is about it (an index lists it)
+    # a one-word title is a term: a page pointing at it is about it (an index lists it)
     texinfo = "drawn with the graph module (see Section 8.26 [graph], page 98)."
     assert pointers.pointer_match(Query.parse("graph"), texinfo) == 0.0
     assert pointers.pointer_match(Query.parse("graph module"), texinfo) == 0.0

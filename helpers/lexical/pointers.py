@@ -33,11 +33,11 @@ POINTER_PRIOR = 0.9
 # 0.5 cost one query its Recall@8 in lexical and semantic mode (bench/RESULTS.md).
 MATCH_FLOOR = 2 / 3
 # A pointer counts only when it holds at least this many of the query's content words: a quoted
-# title of one or two words is a term, and a page that points at `[graph], page 98` is a page
-# about graphs (a back-of-book index lists it: with no such minimum the debian-pdf index half
-# lost page R@1 0.616 -> 0.580 in hybrid mode). A question or a section title quoted whole has
-# three or more (debfaq-en: 104 of 119 queries).
-MIN_MATCHED_WORDS = 3
+# one-word title is a term, and a page that points at `[graph], page 98` is a page about graphs
+# (a back-of-book index lists it: with no minimum the debian-pdf index half lost page R@1
+# 0.616 -> 0.580 in hybrid mode; 167 of its 224 queries are one word). 2 holds debian-pdf in
+# every mode and keeps more of debfaq's gain than 3 (hybrid 0.664 against 0.659).
+MIN_MATCHED_WORDS = 2
 # Spans looked at per section: a manual page with many cross-references is judged by its first
 # ones (bounded cost on hostile text).
 MAX_SPANS = 40
@@ -134,7 +134,7 @@ def apply_pointer_prior(
     strength = POINTER_PRIOR if strength is None else strength
     forms = _forms(query)
     if strength <= 0 or not fused or len(forms) < MIN_MATCHED_WORDS:
-        return fused  # a query of one or two words is never a quoted title (nothing is read)
+        return fused  # a one-word query is never a quoted title (nothing is read)
     head = fused[:window]
     texts = section_texts(conn, [cid for cid, _, _ in head])
     weights: dict[int, float] = {}
