@@ -3,18 +3,20 @@ ranking already carries (no second retrieval, no model call; the same inputs giv
 
 Evidence of the top hit: which sides found it (lexical channels, semantic) and how high, the
 share of the query's content words its section holds, how far its fused score stands above the
-runner-up's, and its cosine. `high` needs a clear fused winner that the semantic side also puts
-near its top (when it ran): both sides agree. Fed by the fused SearchResult (rag_service calls
-`assess` after rag_search.search), so ranking changes never touch this module (they may move
-the calibration: re-run bench/bench_confidence.py). Thresholds are calibrated on the public eval
-sets, in-domain and against another set's documents (numbers in bench/RESULTS.md, "Answer
-confidence").
+runner-up's, its cosine, and whether its section only points at the answer (a cross-reference
+that quotes the query: helpers.lexical.pointers). `high` needs a clear fused winner that the
+semantic side also puts near its top (when it ran): both sides agree. Fed by the fused
+SearchResult (rag_service calls `assess` after rag_search.search), so ranking changes never
+touch this module (they may move the calibration: re-run bench/bench_confidence.py).
+Thresholds are calibrated on the public eval sets, in-domain and against another set's
+documents (numbers in bench/RESULTS.md, "Answer confidence" and "Pointer spans").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from helpers.lexical.pointers import pointer_match, pointer_weight
 from helpers.lexical.query_terms import Query
 from helpers.text.normalize import fold
 from rag_results import SearchResult
@@ -62,6 +64,13 @@ AGREE_FOR_HIGH = True
 # in 6 of 6 cases on the public sets (all on the debfaq sets; no other set nor cross pair has a
 # hub on top): precision@1 of high on debfaq-en 0.683 -> 0.700, debfaq-en-mixed 0.639 -> 0.676.
 HUB_MAX_HIGH = 0.5
+# A top section that matches by quoting the query in a cross-reference (`see Section 5.9, “…”`,
+# helpers.lexical.pointers) points at the answer: it is never `high`. The pointer prior has
+# already moved such sections behind any that match in their own text, so one is on top only
+# when nothing else matched as well. POINTER_MAX_HIGH is the largest pointer weight (0-1) a
+# `high` top hit may carry; 0 = none. From bench_confidence.py (bench/RESULTS.md, "Pointer
+# spans").
+POINTER_MAX_HIGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +83,7 @@ class Evidence:
     margin: float  # (top score - runner-up) / top score; 1.0 for a single hit (or copies)
     cosine_gap: float  # top hit's cosine minus the median cosine of the other hits (0: none)
     hub: float = 0.0  # the top section's hub score (sections.hub: 0 prose, 1 a contents page)
+    pointer: float = 0.0  # how far the top section matches only by quoting the query (0-1)
 
 
 def evidence(result: SearchResult) -> Evidence:
@@ -95,15 +105,18 @@ def evidence(result: SearchResult) -> Evidence:
         h.channels["semantic"].score for h in result.hits[1:] if "semantic" in h.channels
     )
     gap = (cosine or 0.0) - others[len(others) // 2] if others and cosine else 0.0
+    text = result.sections.get(top.section_id, top.snippet)
+    pointer = pointer_weight(pointer_match(Query.parse(result.query), text))
     return Evidence(
         hits=len(result.hits),
-        coverage=coverage(result.query, result.sections.get(top.section_id, top.snippet)),
+        coverage=coverage(result.query, text),
         lexical=lexical,
         semantic=sem is not None and sem.rank <= AGREE_RANK,
         cosine=cosine,
         margin=margin,
         cosine_gap=gap,
         hub=top.hub,
+        pointer=pointer,
     )
 
 
@@ -127,10 +140,12 @@ def band(
     agree_for_high: bool = AGREE_FOR_HIGH,
     hub_max_high: float = HUB_MAX_HIGH,
     cosine_strong: float = COSINE_STRONG,
+    pointer_max_high: float = POINTER_MAX_HIGH,
 ) -> str:
     """low when neither side really matched, high for a clear winner that the semantic side
-    agrees with (when it ran) and that is not a hub, else medium. The keyword arguments are for
-    calibration (bench/bench_confidence.py); search uses the constants."""
+    agrees with (when it ran) and that is neither a hub nor a pointer to the answer, else
+    medium. The keyword arguments are for calibration (bench/bench_confidence.py); search uses
+    the constants."""
     if ev.hits == 0:
         return "low"
     semantic_weak = (
@@ -140,7 +155,7 @@ def band(
     )
     if ev.coverage < COVERAGE_MIN and semantic_weak:
         return "low"
-    if ev.margin < margin_high or ev.hub > hub_max_high:
+    if ev.margin < margin_high or ev.hub > hub_max_high or ev.pointer > pointer_max_high:
         return "medium"
     semantic_ran = ev.cosine is not None
     if agree_for_high and semantic_ran and not ev.semantic:

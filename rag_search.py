@@ -43,6 +43,7 @@ from helpers.lexical.common import (
 )
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
+from helpers.lexical.pointers import apply_pointer_prior
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
@@ -480,6 +481,8 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         lambda ids: chunk_hubs(conn, ids),
         lambda sids: section_sizes(conn, sids),
     )
+    # a section that matches only by quoting the query in a cross-reference points at the answer
+    fused = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     return SearchResult(

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import sys
 from collections import Counter
@@ -55,6 +56,8 @@ CROSS_LOW_MIN = 0.80
 MARGIN_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 AGREE_GRID = (False, True)
 HUB_GRID = (0.5, 1.0)  # 1.0: hubs not excluded from high
+POINTER_GRID = (0.0, 1.0)  # POINTER_MAX_HIGH; 1.0: pointers to the answer not excluded
+GRID_KEYS = ("margin_high", "agree_for_high", "hub_max_high", "pointer_max_high")
 STRONG_GRID = (0.86, 0.88, 0.90, 0.92, 1.0)  # COSINE_STRONG for `low`; 1.0: off
 # leave-one-out folds by corpus: the two debfaq sets (same text, other formats) and the two
 # udhr sets (same documents) are left out together, so a fold never trains on its own twin
@@ -66,6 +69,7 @@ SIGNALS = {
     "cosine_gap": lambda ev: ev.cosine_gap,
     "coverage": lambda ev: ev.coverage + 1e-3 * ev.margin,  # ties (many 1.0) by margin
     "agreement+margin": lambda ev: float(ev.semantic and ev.lexical) + ev.margin,
+    "margin, no pointer": lambda ev: ev.margin - float(ev.pointer > 0),
 }
 
 
@@ -138,18 +142,27 @@ def ceiling(rows: list[Row]) -> dict[str, float]:
 
 
 def grid_point(
-    sets: dict[str, list[Row]], cross: list[Row], margin: float, agree: bool, hub: float
+    sets: dict[str, list[Row]],
+    cross: list[Row],
+    margin: float,
+    agree: bool,
+    hub: float,
+    pointer: float = rag_confidence.POINTER_MAX_HIGH,
 ) -> dict[str, Any]:
+    def band(ev: rag_confidence.Evidence) -> str:
+        return rag_confidence.band(ev, margin, agree, hub, pointer_max_high=pointer)
+
     per_set = {}
     for name, rows in sets.items():
-        bands = [rag_confidence.band(r.evidence, margin, agree, hub) for r in rows]
+        bands = [band(r.evidence) for r in rows]
         per_set[name] = band_report(rows, bands)["high"] | {"met": None}
         per_set[name]["met"] = high_met({"high": per_set[name]})
-    cross_bands = [rag_confidence.band(r.evidence, margin, agree, hub) for r in cross]
+    cross_bands = [band(r.evidence) for r in cross]
     return {
         "margin_high": margin,
         "agree_for_high": agree,
         "hub_max_high": hub,
+        "pointer_max_high": pointer,
         "sets_met": sum(v["met"] for v in per_set.values()),
         "min_p_at_1": min((v["p_at_1"] or 0.0) for v in per_set.values()),
         "cross_high": round(cross_bands.count("high") / len(cross), 3) if cross else None,
@@ -202,7 +215,7 @@ def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
     low_grid(sets, cross, mode)
     for name, rows in sets.items():
         print(json.dumps({"ceiling_top30": name, "mode": mode, **ceiling(rows)}), flush=True)
-    grid = [(m, a, h) for m in MARGIN_GRID for a in AGREE_GRID for h in HUB_GRID]
+    grid = list(itertools.product(MARGIN_GRID, AGREE_GRID, HUB_GRID, POINTER_GRID))
     for point in grid:
         print(json.dumps({"grid": mode, **grid_point(sets, cross, *point)}), flush=True)
     for fold in FOLDS:
@@ -210,10 +223,10 @@ def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
         train = {k: v for k, v in sets.items() if k not in fold}
         if not held or not train:
             continue
-        # ties keep the first grid point (the order of MARGIN_GRID, AGREE_GRID, HUB_GRID)
-        margin, agree, hub = max(grid, key=lambda p: _objective(grid_point(train, cross, *p)))
-        chosen = {"margin_high": margin, "agree_for_high": agree, "hub_max_high": hub}
-        for name, test in grid_point(held, [], margin, agree, hub)["sets"].items():
+        # ties keep the first grid point (the order of MARGIN_GRID, AGREE_GRID, HUB_GRID, ...)
+        best = max(grid, key=lambda p: _objective(grid_point(train, cross, *p)))
+        chosen = dict(zip(GRID_KEYS, best, strict=True))
+        for name, test in grid_point(held, [], *best)["sets"].items():
             report = {"leave_out": name, "fold": list(fold), "mode": mode, "chosen": chosen}
             print(json.dumps(report | test), flush=True)
 

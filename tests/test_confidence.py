@@ -25,7 +25,11 @@ ANSWERS = {
     "and print a test page. A stuck queue is cleared with cancel -a.",
     "quokka.md": "The quokka is a small wallaby that lives on Rottnest Island near Perth. "
     "Visitors photograph the quokka because it seems to smile.",
+    # the only place that names the greenhouse heater quotes the question in a cross-reference
+    "shed.md": "The garden shed was repainted last spring and the roof felt replaced; see "
+    "Section 4.2, “How do I replace the greenhouse heater fuse?” for the heater itself.",
 }
+POINTED_AT = "How do I replace the greenhouse heater fuse?"
 # A list of questions (a FAQ's contents page): the only place that names the projector lamp.
 QUESTIONS = [
     "Replacing the projector lamp",
@@ -91,6 +95,30 @@ def test_a_hub_on_top_is_never_high(config: Config) -> None:
     assert ev.margin == 1.0 and ev.coverage == 1.0
     assert result.confidence == "medium"
     assert rag_confidence.band(replace(ev, hub=0.0)) == "high"  # the hub score decides
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_a_section_that_only_points_at_the_answer_is_never_high(config: Config, mode) -> None:
+    """The shed note is the only section with the heater question's words (it quotes it whole
+    in `see Section 4.2, “…”`): it still ranks first, lowered by the pointer prior to about the
+    runner-up, and even as a clear winner by score it would point at an answer elsewhere."""
+    result = rag_service.search(config, POINTED_AT, mode=mode)
+    ev = rag_confidence.evidence(result)
+    assert result.hits[0].path == "shed.md", [h.path for h in result.hits]
+    assert ev.pointer == pytest.approx(1.0)
+    assert result.confidence != "high"
+    if mode == "lexical":
+        assert ev.coverage == 1.0 and result.confidence == "medium"
+        clear = replace(ev, margin=1.0)
+        assert rag_confidence.band(clear) == "medium"
+        assert rag_confidence.band(replace(clear, pointer=0.0)) == "high"  # the pointer decides
+
+
+def test_a_clear_answer_carries_no_pointer_weight(config: Config) -> None:
+    ev = rag_confidence.evidence(
+        rag_service.search(config, "how do I install the scanner driver", mode="hybrid")
+    )
+    assert ev.pointer == 0.0
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
