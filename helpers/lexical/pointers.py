@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from helpers.lexical.query_terms import Query
+from helpers.storage_codec import section_text
 from helpers.text.normalize import fold
 from helpers.text.pointers import pointer_spans, span_title
 
@@ -116,7 +117,7 @@ def section_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, t
             f"WHERE c.id IN ({marks})",
             batch,
         ):
-            found[cid] = (sid, text)
+            found[cid] = (sid, section_text(text))
     return found
 
 
