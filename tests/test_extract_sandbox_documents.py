@@ -3,6 +3,7 @@ the worker writes the current one: same sections as in process, failures still r
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimit
 from helpers.extract.document import decode_document, encode_document, read_document
 from helpers.extract.registry import extractor_for
 from helpers.extract.sandbox import SandboxedExtractor
+from helpers.safety import FileEntry, walk_files
 from helpers.secrets import MostlySecret
+from helpers.text.hubs import hub_score
 from rag_db import open_index
 from tests.test_extract_pdf_structure import BOOKMARKS, LABELS, manual_pages, write_structured_pdf
 
@@ -134,4 +137,27 @@ def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
     assert "corrupt or unreadable PDF" in recorder.errors["b.pdf"]
     rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
     assert rows == {"a.pdf": "indexed", "b.pdf": "failed", "c.pdf": "indexed", "d.pdf": "indexed"}
+    conn.close()
+
+
+def test_the_child_scores_hubs_and_the_writer_stores_its_score(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    questions = "\n".join(f"{n}. How do I configure printer queue {n}?" for n in range(1, 13))
+    prose = " ".join(["The scanner driver reads one page at a time and keeps no copy."] * 8)
+    path = tmp_path / "faq.md"
+    path.write_text(f"# Questions\n\n{questions}\n\n# Answers\n\n{prose}\n")
+    doc = sandbox.read_document(path, no_cancel)
+    assert doc == in_process(path)
+    scores = {s.location.heading_path: s.hub for s in doc.sections}
+    assert scores[("Questions",)] == hub_score(doc.sections[0].text) > 0.5
+    assert scores[("Answers",)] == 0.0
+    # the writer keeps the score the child computed (it does not read the text again)
+    entry = next(e for e in walk_files(tmp_path, frozenset({".md"})) if isinstance(e, FileEntry))
+    content = rag_sync.extract_document(entry, ExtractContext(), RecordingObserver(), sandbox)
+    assert [s.hub for s in content.sections] == [s.hub for s in doc.sections]
+    marked = [replace(s, hub=0.25) for s in content.sections]
+    conn = open_index(tmp_path / "index.sqlite3")
+    rag_sync.write_document(conn, entry, "0" * 64, replace(content, sections=marked))
+    assert {row[0] for row in conn.execute("SELECT hub FROM sections")} == {0.25}
     conn.close()

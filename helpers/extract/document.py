@@ -1,9 +1,10 @@
-"""An extractor's blocks -> a document's sections: clean, redact, cap, chunk.
+"""An extractor's blocks -> a document's sections: clean, redact, cap, chunk, score hubs.
 
 One function for both sides of the sandbox: the sync worker runs it on blocks read in process
 (text formats), the extraction child on the blocks it reads itself (PDF and other binary
 formats), so the child hands back whole sections and the cleaning and chunking run on the
-child's core while the worker writes the previous document. Secrets are redacted here, where
+child's core while the worker writes the previous document (the hub score of each section
+too: it reads the whole section text, helpers.text.hubs). Secrets are redacted here, where
 every format's blocks pass, before anything is chunked, stored or embedded (helpers.secrets).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from helpers.extract.blocks import BlockKind, Location, TextBlock
 from helpers.secrets import SKIP_MESSAGE, BlockRedactor, MostlySecret
 from helpers.text.chunking import Child, Section, build_sections
+from helpers.text.hubs import hub_score
 from helpers.text.normalize import clean_text
 
 TITLE_SCAN_BLOCKS = 40  # a heading this early in the file is taken as its title
@@ -76,7 +78,7 @@ def read_document(
                 return
             yield TextBlock(text, location, block.kind, header, block.ocr)
 
-    sections = list(build_sections(blocks()))
+    sections = [replace(s, hub=hub_score(s.text)) for s in build_sections(blocks())]
     if redactor.mostly_secret:
         raise MostlySecret(SKIP_MESSAGE.format(kinds=redactor.kinds_label()))
     return DocumentText(
