@@ -3,6 +3,7 @@
     python bench/bench_sync.py [--files 2000] [--noop-files 10000] [--work DIR]
     python bench/bench_sync.py --real DIR [--rounds 3] [--work DIR]
     python bench/bench_sync.py --real DIR --split     # CPU seconds per stage, output hash
+    python bench/bench_sync.py --real DIR --rounds 0 --cpu   # CPU of the sync vs the bare insert
 
 Reports: first-sync files/s and MB/s, no-op resync time for unchanged files, sync_kb return
 latency (in-process and over MCP stdio), rag_search latency over stdio, MCP server RSS.
@@ -34,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import server_args, write_corpus  # noqa: E402
-from sync_split import cpu_split  # noqa: E402 - bench/ itself is on sys.path
+from sync_split import cpu_ratio, cpu_split  # noqa: E402 - bench/ itself is on sys.path
 
 import rag_service  # noqa: E402
 from rag_config import Config  # noqa: E402
@@ -184,6 +185,7 @@ def main() -> None:
     parser.add_argument("--real", type=Path, help="a real folder: lexical sync vs bare FTS5")
     parser.add_argument("--rounds", type=int, default=1, help="--real: syncs to take a median of")
     parser.add_argument("--split", action="store_true", help="--real: CPU seconds per stage")
+    parser.add_argument("--cpu", action="store_true", help="--real: CPU of sync vs bare insert")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-sync-"))
     try:
@@ -192,6 +194,8 @@ def main() -> None:
                 real_folder(args.real.resolve(), work, args.rounds)
             if args.split:
                 cpu_split(args.real.resolve(), work)
+            if args.cpu:
+                cpu_ratio(args.real.resolve(), work, BARE_ROW_CHARS)
             return
         docs = work / "docs"
         size = make_files(docs, args.files, args.words, seed=1)

@@ -138,3 +138,36 @@ def cpu_split(folder: Path, work: Path) -> dict[str, float]:
     print(f"  {'the write without hubs and fold':52} {inside:6.2f} s")
     print(f"  output sha256 {digest.hexdigest()}")
     return out
+
+
+def cpu_ratio(folder: Path, work: Path, row_chars: int) -> float:
+    """The worker's code path (run_job, through rag_service.sync_kb_blocking) run in this
+    process, against the bare FTS5 trigram insert of its section text in `row_chars` rows: CPU
+    seconds of each, same run (they hold up where wall seconds on a loaded box do not)."""
+    import sqlite3
+
+    import rag_service
+    from rag_config import Config
+
+    data = work / "state-cpu"
+    config = Config(folder, data, data / "index.sqlite3", semantic=False)
+    start = time.process_time()
+    view = rag_service.sync_kb_blocking(config)
+    sync = time.process_time() - start
+    assert view.state == "succeeded", view.to_dict()
+    conn = sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)
+    texts = [row[0] for row in conn.execute("SELECT text FROM sections ORDER BY id")]
+    conn.close()
+    rows = [(t[i : i + row_chars],) for t in texts for i in range(0, len(t), row_chars)]
+    bare = sqlite3.connect(work / "bare-cpu.sqlite3", isolation_level=None)
+    bare.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram case_sensitive 0')")
+    start = time.process_time()
+    bare.execute("BEGIN")
+    bare.executemany("INSERT INTO t(body) VALUES (?)", rows)
+    bare.execute("COMMIT")
+    insert = time.process_time() - start
+    bare.close()
+    text_mb = sum(len(t.encode()) for t in texts) / 1e6
+    print(f"in-process sync {sync:.2f} CPU s, bare FTS5 insert {insert:.2f} CPU s", end=": ")
+    print(f"{sync / insert:.2f}x, {text_mb / sync:.2f} MB of text per CPU second")
+    return sync / insert
