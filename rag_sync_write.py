@@ -414,7 +414,7 @@ def _insert_sections(
                 ordinal,
                 pack_section_text(section.text),
                 json.dumps(section.location.to_dict()),
-                hub_score(section.text),
+                section.hub if section.hub is not None else hub_score(section.text),
             )
         )
         for child_ordinal, child in enumerate(section.children):

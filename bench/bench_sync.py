@@ -2,13 +2,19 @@
 
     python bench/bench_sync.py [--files 2000] [--noop-files 10000] [--work DIR]
     python bench/bench_sync.py --real DIR [--rounds 3] [--work DIR]
+    python bench/bench_sync.py --real DIR --split     # CPU seconds per stage, output hash
+    python bench/bench_sync.py --real DIR --rounds 0 --cpu   # CPU of the sync vs the bare insert
 
 Reports: first-sync files/s and MB/s, no-op resync time for unchanged files, sync_kb return
 latency (in-process and over MCP stdio), rag_search latency over stdio, MCP server RSS.
 With --real, a lexical first sync of a real folder instead: MB/s of extracted section text, the
 ratio to a bare FTS5 trigram table taking the same text in ~600-character rows in the same run
 (the floor SQLite sets; medians over --rounds), the fixed cost of a sync (an empty folder:
-worker start, imports, sandbox), and the size of every table against the text.
+worker start, imports, sandbox), and the size of every table against the text. --split adds the
+worker's CPU seconds per stage, each stage alone over the whole folder in this process (a fresh
+process, like the worker: the chunker's caches start empty), and one sha256 over every section
+and child the stages produce (text, location, hub score, matching form): two revisions that
+print the same hash index the same rows.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import server_args, write_corpus  # noqa: E402
+from sync_split import cpu_ratio, cpu_split  # noqa: E402 - bench/ itself is on sys.path
 
 import rag_service  # noqa: E402
 from helpers.storage_codec import section_text  # noqa: E402
@@ -204,11 +211,18 @@ def main() -> None:
     parser.add_argument("--work", type=Path)
     parser.add_argument("--real", type=Path, help="a real folder: lexical sync vs bare FTS5")
     parser.add_argument("--rounds", type=int, default=1, help="--real: syncs to take a median of")
+    parser.add_argument("--split", action="store_true", help="--real: CPU seconds per stage")
+    parser.add_argument("--cpu", action="store_true", help="--real: CPU of sync vs bare insert")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-sync-"))
     try:
         if args.real:
-            real_folder(args.real.resolve(), work, args.rounds)
+            if args.rounds > 0:
+                real_folder(args.real.resolve(), work, args.rounds)
+            if args.split:
+                cpu_split(args.real.resolve(), work)
+            if args.cpu:
+                cpu_ratio(args.real.resolve(), work, BARE_ROW_CHARS)
             return
         docs = work / "docs"
         size = make_files(docs, args.files, args.words, seed=1)

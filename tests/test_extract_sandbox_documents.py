@@ -3,6 +3,8 @@ the worker writes the current one: same sections as in process, failures still r
 
 from __future__ import annotations
 
+import json
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -11,11 +13,19 @@ from format_fixtures import write_text_pdf
 from secret_fixtures import SECRETS
 
 import rag_sync
-from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits
-from helpers.extract.document import decode_document, encode_document, read_document
+from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits, Location
+from helpers.extract.document import (
+    DocumentText,
+    decode_document,
+    encode_document,
+    read_document,
+)
 from helpers.extract.registry import extractor_for
 from helpers.extract.sandbox import SandboxedExtractor
+from helpers.safety import FileEntry, walk_files
 from helpers.secrets import MostlySecret
+from helpers.text.chunking import Child, Section
+from helpers.text.hubs import hub_score
 from rag_db import open_index
 from tests.test_extract_pdf_structure import BOOKMARKS, LABELS, manual_pages, write_structured_pdf
 
@@ -135,3 +145,46 @@ def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
     rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
     assert rows == {"a.pdf": "indexed", "b.pdf": "failed", "c.pdf": "indexed", "d.pdf": "indexed"}
     conn.close()
+
+
+def test_the_child_scores_hubs_and_the_writer_stores_its_score(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    questions = "\n".join(f"{n}. How do I configure printer queue {n}?" for n in range(1, 13))
+    prose = " ".join(["The scanner driver reads one page at a time and keeps no copy."] * 8)
+    path = tmp_path / "faq.md"
+    path.write_text(f"# Questions\n\n{questions}\n\n# Answers\n\n{prose}\n")
+    doc = sandbox.read_document(path, no_cancel)
+    assert doc == in_process(path)
+    scores = {s.location.heading_path: s.hub for s in doc.sections}
+    assert scores[("Questions",)] == hub_score(doc.sections[0].text) > 0.5
+    assert scores[("Answers",)] == 0.0
+    # the writer keeps the score the child computed (it does not read the text again)
+    entry = next(e for e in walk_files(tmp_path, frozenset({".md"})) if isinstance(e, FileEntry))
+    content = rag_sync.extract_document(entry, ExtractContext(), RecordingObserver(), sandbox)
+    assert [s.hub for s in content.sections] == [s.hub for s in doc.sections]
+    marked = [replace(s, hub=0.25) for s in content.sections]
+    conn = open_index(tmp_path / "index.sqlite3")
+    rag_sync.write_document(conn, entry, "0" * 64, replace(content, sections=marked))
+    assert {row[0] for row in conn.execute("SELECT hub FROM sections")} == {0.25}
+    conn.close()
+
+
+def test_every_field_of_a_section_and_a_child_crosses_the_pipe():
+    # encode_document sends fields by position: a field added to Section or Child must be added
+    # there too, or the child's value would be lost on the way to the worker.
+    assert [f.name for f in fields(Section)] == ["text", "location", "children", "ocr", "hub"]
+    assert [f.name for f in fields(Child)] == ["text", "location", "ocr"]
+    place = Location(page=3, page_label="iii", section_path=("1 Intro",), heading_path=("A", "B"))
+    other = Location(sheet="Q1", cell_range="A1:C9", line_start=4, line_end=9, message=2)
+    kids = (Child("A > B\nscanned words", place, True), Child("rows", other, False))
+    doc = DocumentText(
+        title="T",
+        sections=[Section("scanned words rows", place, kids, True, 0.75)],
+        needs_ocr_pages=[5],
+        ocr_pages=[3],
+        any_ocr=True,
+        truncated=True,
+        redactions=2,
+    )
+    assert decode_document(json.loads(json.dumps(encode_document(doc)))) == doc

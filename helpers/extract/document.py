@@ -1,9 +1,10 @@
-"""An extractor's blocks -> a document's sections: clean, redact, cap, chunk.
+"""An extractor's blocks -> a document's sections: clean, redact, cap, chunk, score hubs.
 
 One function for both sides of the sandbox: the sync worker runs it on blocks read in process
 (text formats), the extraction child on the blocks it reads itself (PDF and other binary
 formats), so the child hands back whole sections and the cleaning and chunking run on the
-child's core while the worker writes the previous document. Secrets are redacted here, where
+child's core while the worker writes the previous document (the hub score of each section
+too: it reads the whole section text, helpers.text.hubs). Secrets are redacted here, where
 every format's blocks pass, before anything is chunked, stored or embedded (helpers.secrets).
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from helpers.extract.blocks import BlockKind, Location, TextBlock
 from helpers.secrets import SKIP_MESSAGE, BlockRedactor, MostlySecret
 from helpers.text.chunking import Child, Section, build_sections
+from helpers.text.hubs import hub_score
 from helpers.text.normalize import clean_text
 
 TITLE_SCAN_BLOCKS = 40  # a heading this early in the file is taken as its title
@@ -76,7 +78,7 @@ def read_document(
                 return
             yield TextBlock(text, location, block.kind, header, block.ocr)
 
-    sections = list(build_sections(blocks()))
+    sections = [replace(s, hub=hub_score(s.text)) for s in build_sections(blocks())]
     if redactor.mostly_secret:
         raise MostlySecret(SKIP_MESSAGE.format(kinds=redactor.kinds_label()))
     return DocumentText(
@@ -103,51 +105,48 @@ def _redacted_headings(
     return location if path == location.heading_path else replace(location, heading_path=path)
 
 
-# -- across the sandbox pipe (JSON): every field of Section and Child, whatever they hold --------
-# Locations are sent once per document and referred to by number: the children of a page share
-# one, so the message stays near the size of the text and the decoded records share them again.
-class _Codec:
-    def __init__(self, locations: list[Location] | None = None) -> None:
-        self.locations: list[Location] = locations or []
-        self._numbers: dict[Location, int] = {}
-
-    def encode(self, value: Any) -> Any:
-        if isinstance(value, Location):
-            number = self._numbers.get(value)
-            if number is None:
-                number = self._numbers[value] = len(self.locations)
-                self.locations.append(value)
-            return {"__loc": number}
-        if isinstance(value, Child):
-            return {"__child": self.fields(value)}
-        if isinstance(value, tuple):
-            return {"__tuple": [self.encode(v) for v in value]}
-        return value
-
-    def decode(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            if "__loc" in value:
-                return self.locations[value["__loc"]]
-            if "__child" in value:
-                return Child(**{k: self.decode(v) for k, v in value["__child"].items()})
-            if "__tuple" in value:
-                return tuple(self.decode(v) for v in value["__tuple"])
-        return value
-
-    def fields(self, record: Any) -> dict[str, Any]:
-        return {f.name: self.encode(getattr(record, f.name)) for f in fields(record)}
-
-
+# -- across the sandbox pipe (JSON) ----------------------------------------------------------
+# A section is [text, location, children, ocr, hub], a child [text, location, ocr]: lists in the
+# fields' order, not objects with their names (the message of the python3.11 manual's 51,434
+# children: 1.2 s of CPU to encode and decode with named fields, 0.4 s so). Locations are sent
+# once per document and referred to by number: the children of a page share one, so the message
+# stays near the size of the text and the decoded records share them again. Every field of
+# Section and Child is sent (tests/test_extract_sandbox_documents.py round-trips them all).
 def encode_document(doc: DocumentText) -> dict[str, Any]:
-    codec = _Codec()
-    out = codec.fields(replace(doc, sections=[]))
-    out["sections"] = [codec.fields(s) for s in doc.sections]
-    out["locations"] = [loc.to_dict() for loc in codec.locations]
+    numbers: dict[Location, int] = {}
+    locations: list[Location] = []
+    last: list[Any] = [None, 0]  # children of one place repeat its location: skip the hash
+
+    def number(location: Location) -> int:
+        if location is last[0]:
+            return int(last[1])
+        found = numbers.get(location)
+        if found is None:
+            found = numbers[location] = len(locations)
+            locations.append(location)
+        last[0], last[1] = location, found
+        return found
+
+    out: dict[str, Any] = {f.name: getattr(doc, f.name) for f in fields(doc)}
+    out["sections"] = [
+        [
+            s.text,
+            number(s.location),
+            [[c.text, number(c.location), c.ocr] for c in s.children],
+            s.ocr,
+            s.hub,
+        ]
+        for s in doc.sections
+    ]
+    out["locations"] = [location.to_dict() for location in locations]
     return out
 
 
 def decode_document(data: dict[str, Any]) -> DocumentText:
-    codec = _Codec([Location.from_dict(d) for d in data["locations"]])
-    sections = [Section(**{k: codec.decode(v) for k, v in s.items()}) for s in data["sections"]]
+    places = [Location.from_dict(d) for d in data["locations"]]
+    sections = [
+        Section(text, places[at], tuple([Child(t, places[a], o) for t, a, o in kids]), ocr, hub)
+        for text, at, kids, ocr, hub in data["sections"]
+    ]
     rest = {k: v for k, v in data.items() if k not in ("sections", "locations")}
     return DocumentText(sections=sections, **rest)

@@ -8,8 +8,10 @@ carrying its heading breadcrumb so a child still says what it is about.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from itertools import accumulate
 
 from helpers.extract.blocks import BlockKind, Location, TextBlock
 from helpers.text import thai
@@ -48,6 +50,9 @@ class Section:
     location: Location
     children: tuple[Child, ...]
     ocr: bool = False
+    # helpers.text.hubs.hub_score(text), set by helpers.extract.document.read_document (so it is
+    # computed in the extraction child for what the child reads); None: the writer computes it.
+    hub: float | None = None
 
 
 def build_sections(blocks: Iterable[TextBlock]) -> Iterator[Section]:
@@ -184,10 +189,15 @@ def _make_children(pieces: list[TextBlock], location: Location, ocr: bool) -> It
 
 
 def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool) -> Iterator[Child]:
+    """Greedy windows of whole atoms (words, table rows, short code blocks) within the budget,
+    each starting with the last CHILD_OVERLAP_TOKENS of the one before (never a table row).
+
+    Per word only C-level work runs (the atom list, a memo lookup per atom, a running sum):
+    a run of words that fits is taken at once by a binary search on the running sum, so the
+    Python loop below turns once per child, table row and over-long atom, not once per word."""
     budget = CHILD_MAX_TOKENS - estimate_tokens(crumb)
     header_limit = int(CHILD_MAX_TOKENS * TABLE_HEADER_MAX_SHARE)
-    atoms: list[tuple[str, int, TextBlock]] = []  # (text, tokens, source block)
-    atom_headers: list[str | None] = []  # the table header each atom's row shows, if any
+    run = _Atoms()
     for block in pieces:
         header = None
         if block.kind == BlockKind.TABLE_ROW and block.table_header:
@@ -197,35 +207,135 @@ def _windows(pieces: list[TextBlock], crumb: str, location: Location, ocr: bool)
         atomic = block.kind == BlockKind.TABLE_ROW or (
             block.kind == BlockKind.CODE and len(block.text) <= CODE_BLOCK_MAX_CHARS
         )
-        words = [block.text] if atomic else _word_atoms(block.text)
-        atoms.extend([(word, _atom_tokens(word), block) for word in words])
-        atom_headers.extend([header] * len(words))
-    window: list[tuple[str, int, TextBlock]] = []
+        run.add(block, [block.text] if atomic else _word_atoms(block.text), header)
+    prefix = run.prefix_sums()
+    starts, blocks, headers = run.starts, run.blocks, run.headers
+    start = 0  # the window is the atoms [start, at)
     used = 0  # tokens of the window's atoms and of the table headers it shows
     shown_header: str | None = None  # the header _child last put in the window
     emitted_any = False
-    for atom, header in zip(atoms, atom_headers, strict=True):
+    for piece, header in enumerate(headers):
+        at, end = starts[piece], starts[piece + 1]
         header_tokens = _atom_tokens(header) if header else 0
-        cost = atom[1] + (header_tokens if header != shown_header else 0)
-        if window and used + cost > budget:
-            yield _child(window, crumb, location, ocr)
-            emitted_any = True
-            window = _overlap(window)  # never holds a table row, so no header either
-            used = sum(a[1] for a in window)
-            shown_header = None
-            cost = atom[1] + header_tokens
-            if used + cost > budget:
-                window, used = [], 0
-        if cost > budget:  # a single over-long row or word: hard cut to the budget
-            for part in _hard_cut(atom[0], max(budget - header_tokens, 8)):
-                yield _child([(part, estimate_tokens(part), atom[2])], crumb, location, ocr)
+        while at < end:
+            if header is None:  # take every atom that still fits, at once
+                fits = bisect_right(prefix, prefix[at] + budget - used, at, end + 1) - 1
+                used += prefix[fits] - prefix[at]
+                at = fits
+                if at == end:
+                    break
+            tokens = prefix[at + 1] - prefix[at]
+            cost = tokens + (header_tokens if header != shown_header else 0)
+            if at > start and used + cost > budget:
+                yield run.child(start, at, crumb, location, ocr)
                 emitted_any = True
-            continue
-        window.append(atom)
-        used += cost
-        shown_header = header or shown_header
-    if window and (not emitted_any or any(a[1] for a in window)):
-        yield _child(window, crumb, location, ocr)
+                start = run.overlap_start(start, at, prefix)  # no table row, so no header
+                used = prefix[at] - prefix[start]
+                shown_header = None
+                cost = tokens + header_tokens
+                if used + cost > budget:
+                    start, used = at, 0
+            if cost > budget:  # a single over-long row or word: hard cut to the budget
+                for part in _hard_cut(run.words[at], max(budget - header_tokens, 8)):
+                    yield _child([(part, blocks[piece])], crumb, location, ocr)
+                    emitted_any = True
+                at += 1
+                start = at
+                continue
+            used += cost
+            shown_header = header or shown_header
+            at += 1
+    if len(run.words) > start and (not emitted_any or prefix[-1] > prefix[start]):
+        yield run.child(start, len(run.words), crumb, location, ocr)
+
+
+class _Atoms:
+    """The atoms of one section's windows, piece by piece: the words of all pieces in one list,
+    where each piece starts in it, its block and the table header its row shows."""
+
+    def __init__(self) -> None:
+        self.words: list[str] = []
+        self.starts: list[int] = [0]
+        self.blocks: list[TextBlock] = []
+        self.headers: list[str | None] = []
+        self.offsets: list[int] = []  # where each atom starts in its piece's text
+        self.rows: list[int] = []  # the atoms that are table rows (an overlap stops there)
+        self._locations: dict[tuple[int, int], Location] = {}
+
+    def add(self, block: TextBlock, words: list[str], header: str | None) -> None:
+        """The piece's atoms; they concatenate to its text (so a child slices the text)."""
+        if block.kind == BlockKind.TABLE_ROW:
+            self.rows.append(len(self.words))
+        self.words.extend(words)
+        offsets = list(accumulate(map(len, words), initial=0))
+        offsets.pop()
+        self.offsets.extend(offsets)
+        self.starts.append(len(self.words))
+        self.blocks.append(block)
+        self.headers.append(header)
+
+    def prefix_sums(self) -> list[int]:
+        """Running sum of the atoms' tokens: prefix[j] - prefix[i] is the tokens of atoms i..j-1."""
+        tokens = list(map(_ATOM_TOKENS.get, self.words))
+        if None in tokens:
+            at = tokens.index(None)
+            while True:
+                tokens[at] = _atom_tokens(self.words[at])
+                try:
+                    at = tokens.index(None, at + 1)
+                except ValueError:
+                    break
+        return list(accumulate(tokens, initial=0))  # type: ignore[arg-type]
+
+    def overlap_start(self, start: int, end: int, prefix: list[int]) -> int:
+        """Where the last CHILD_OVERLAP_TOKENS of atoms start..end-1 begin, after any table row."""
+        first = bisect_left(prefix, prefix[end] - CHILD_OVERLAP_TOKENS, start, end)
+        row = bisect_left(self.rows, end) - 1
+        if row >= 0 and self.rows[row] >= first:
+            return self.rows[row] + 1
+        return first
+
+    def child(self, start: int, end: int, crumb: str, location: Location, ocr: bool) -> Child:
+        """The child of atoms start..end-1: what _child makes of them, with each piece's part
+        sliced from its text instead of joined from its words."""
+        lines: list[str] = [crumb] if crumb else []
+        header_shown: str | None = None
+        current: list[str] = []
+        previous: TextBlock | None = None
+        starts, offsets = self.starts, self.offsets
+        first = piece = bisect_right(starts, start) - 1
+        while starts[piece] < end:
+            block = self.blocks[piece]
+            low, high = max(start, starts[piece]), min(end, starts[piece + 1])
+            piece += 1
+            if low >= high:
+                continue
+            if current and block is not previous:  # a new paragraph starts on its own line
+                lines.append("".join(current).strip())
+                current = []
+            previous = block
+            if block.kind == BlockKind.TABLE_ROW:  # one atom: the row
+                if current:
+                    lines.append("".join(current).strip())
+                    current = []
+                if block.table_header and header_shown != block.table_header:
+                    lines.append(block.table_header)
+                    header_shown = block.table_header
+                lines.append(block.text.strip())
+            else:
+                cut = offsets[high] if high < starts[piece] else len(block.text)
+                current.append(block.text[offsets[low] : cut])
+        if current:
+            lines.append("".join(current).strip())
+        key = (first, piece - 1)  # the pieces of the first and the last atom
+        child_location = self._locations.get(key)
+        if child_location is None:
+            first_block, last_block = self.blocks[first], self.blocks[piece - 1]
+            child_location = _merge_locations([first_block.location, last_block.location])
+            if not child_location.same_unit(location):
+                child_location = location
+            self._locations[key] = child_location
+        return Child("\n".join(line for line in lines if line), child_location, ocr)
 
 
 _ATOM_TOKENS: dict[str, int] = {}
@@ -254,18 +364,9 @@ def _fit_header(header: str, limit: int) -> str:
     return " ".join(words + ["…"])
 
 
-def _overlap(window: list[tuple[str, int, TextBlock]]) -> list[tuple[str, int, TextBlock]]:
-    kept: list[tuple[str, int, TextBlock]] = []
-    total = 0
-    for atom in reversed(window):
-        if atom[2].kind == BlockKind.TABLE_ROW or total + atom[1] > CHILD_OVERLAP_TOKENS:
-            break
-        kept.insert(0, atom)
-        total += atom[1]
-    return kept
-
-
 def _word_atoms(text: str) -> list[str]:
+    if text.isascii() or not thai.THAI_RUN.search(text):
+        return _WORD.findall(text)  # what the loop below gives a text without Thai
     atoms: list[str] = []
     for word in _WORD.findall(text):
         if not word.isascii() and thai.THAI_RUN.search(word) and estimate_tokens(word) > 8:
@@ -291,16 +392,15 @@ def _hard_cut(text: str, budget: int) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _child(
-    window: list[tuple[str, int, TextBlock]], crumb: str, location: Location, ocr: bool
-) -> Child:
+def _child(window: list[tuple[str, TextBlock]], crumb: str, location: Location, ocr: bool) -> Child:
+    """The child of a hard-cut piece of one atom (_Atoms.child makes the windows' children)."""
     lines: list[str] = [crumb] if crumb else []
     header_shown: str | None = None
     current: list[str] = []
-    first_block = window[0][2]
-    last_block = window[-1][2]
+    first_block = window[0][1]
+    last_block = window[-1][1]
     previous: TextBlock | None = None
-    for text, _tokens, block in window:
+    for text, block in window:
         if current and block is not previous:  # a new paragraph starts on its own line
             lines.append("".join(current).strip())
             current = []

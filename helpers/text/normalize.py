@@ -22,6 +22,8 @@ _FOLD_MAP = str.maketrans({"ё": "е", "Ё": "е"})
 
 def clean_text(text: str) -> str:
     """NFC, SARA AM, no invisible or control characters, `\\r\\n` → `\\n`."""
+    if text.isascii():  # NFC, SARA AM and the invisible characters change no ASCII text
+        return _CONTROL.sub(" ", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = unicodedata.normalize("NFC", text)
     text = _SARA_AM_SPLIT.sub("\u0e33", text)
     text = _INVISIBLE.sub("", text)
@@ -31,6 +33,8 @@ def clean_text(text: str) -> str:
 
 def fold(text: str) -> str:
     """Matching form: clean, case-folded, ё→е, Thai digits → Arabic digits."""
+    if text.isascii():  # neither map has an ASCII key
+        return clean_text(text).lower()
     return clean_text(text).lower().translate(_FOLD_MAP).translate(_THAI_DIGITS)
 
 

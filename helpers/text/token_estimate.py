@@ -12,7 +12,6 @@ split into short ones.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from functools import lru_cache
@@ -84,19 +83,27 @@ def _word_tokens(word: str) -> int:
     """One piece for the word start, then each run adds its share: the first run's share
     includes that piece (rounded down), a later run starts pieces of its own (rounded up)."""
     runs = [(m.lastgroup or "symbol", m.group()) for m in _RUN.finditer(word)]
-    letter_runs = sum(1 for kind, _ in runs if kind not in ("symbol", "rule"))
+    letter_runs = 0
+    for kind, _ in runs:
+        if kind not in _NOT_LETTERS:
+            letter_runs += 1
     plain = letter_runs == 1 and _PLAIN_WORD.fullmatch(word) is not None
     # A combining mark cannot join the word-start piece: OCR'd Thai ("ห ั ว") has such words.
-    total = 2 if unicodedata.category(word[0]).startswith("M") else 1
-    for index, (kind, run) in enumerate(runs):
-        per = _chars_per_token(kind, run, plain=plain)
-        if index > 0:
-            total += math.ceil(len(run) / per)
-        elif kind == "symbol":
-            total += 0 if run in JOINS_WORD_START else 1
+    total = 1 if word.isascii() or not unicodedata.category(word[0]).startswith("M") else 2
+    kind, run = runs[0]
+    if kind == "symbol":
+        total += 0 if run in JOINS_WORD_START else 1
+    else:
+        total += len(run) // _chars_per_token(kind, run, plain=plain)
+    for kind, run in runs[1:]:
+        if kind == "symbol":
+            total += len(run)  # one piece each (a symbol run is one character)
         else:
-            total += len(run) // per
+            total += -(-len(run) // _chars_per_token(kind, run, plain=plain))
     return total
+
+
+_NOT_LETTERS = frozenset({"symbol", "rule"})
 
 
 _cached_word_tokens = lru_cache(maxsize=WORD_CACHE_SIZE)(_word_tokens)
