@@ -38,14 +38,20 @@ SINGLE_TRANSACTION_CHUNKS = 2_000
 STAGE_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
-# Pause after each batch: SQLite's busy handler retries a waiting writer at most every 100 ms, so
-# without a gap this long the next batch would take the lock again before a cancel_sync, sync_kb
-# or heartbeat got in (measured: an 11 s wait across back-to-back batches).
+# A gap between two write transactions: SQLite's busy handler retries a waiting writer at most
+# every 100 ms, so without a gap this long the next batch would take the lock again before a
+# cancel_sync, sync_kb or heartbeat got in (measured: an 11 s wait across back-to-back batches).
 BATCH_PAUSE_S = 0.12
+# ... but only once the lock was held back to back (gaps under BATCH_PAUSE_S) for this long: a
+# fixed pause after every 2,000-chunk batch slept ~9 s of a 55 s PDF sync, while a foreign writer
+# waits at most this plus one transaction (~1 s) either way. Gaps the work leaves by itself
+# (reading the next file) count as pauses.
+LOCK_BURST_S = 0.5
 # A cancelled staged write deletes its rows for this long at most, then leaves the rest invisible
 # for the next sync's discard_staging. Deleting them all kept a job "cancelling" for 8.7 s after a
 # cancel 63,000 rows into a 20 MB file's write (2.2 s with the budget, big_doc_lock.py).
 CANCEL_DISCARD_BUDGET_S = 2.0
+SQL_PARAMS = 500  # ids per IN (...) list, well under SQLite's 999 variables of old builds
 STAGING_STATUS = "staging"
 TRUNCATED_NOTE = "text truncated at the per-document character limit"
 
@@ -55,6 +61,41 @@ class JobCancelled(BaseException):
 
     A BaseException so an extractor's `except Exception` cannot swallow it.
     """
+
+
+class WritePacer:
+    """Spaces the writer's transactions so another process's writer gets the lock within about
+    a second (see LOCK_BURST_S), sleeping only when the writer's own work left no gap."""
+
+    def __init__(self) -> None:
+        self._burst_started = 0.0
+        self._released: float | None = None
+
+    def before_lock(self) -> None:
+        now = time.monotonic()
+        if self._released is None or now - self._released >= BATCH_PAUSE_S:
+            self._burst_started = now  # the lock was free long enough: a new burst
+            return
+        if now - self._burst_started >= LOCK_BURST_S:
+            time.sleep(max(0.0, BATCH_PAUSE_S - (now - self._released)))
+            self._burst_started = time.monotonic()
+
+    def after_lock(self) -> None:
+        self._released = time.monotonic()
+
+
+PACER = WritePacer()  # one per process: the worker is the index's only document writer
+
+
+@contextlib.contextmanager
+def paced_write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """write_transaction after the pacer's gap (when one is due)."""
+    PACER.before_lock()
+    try:
+        with write_transaction(conn):
+            yield conn
+    finally:
+        PACER.after_lock()
 
 
 @dataclass(frozen=True)
@@ -134,18 +175,30 @@ def write_document(
     ).fetchone()
     old_chunks = old["chunk_count"] if old else 0
     if new_chunks + old_chunks <= SINGLE_TRANSACTION_CHUNKS:
-        with write_transaction(conn):
+        with paced_write(conn):
             row = conn.execute(
                 "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
             ).fetchone()
             doc_id = row["id"] if row else None
             if doc_id is not None:
                 _delete_document_rows(conn, doc_id)
-            doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
-            _write_doc_name(conn, doc_id, entry.rel_path)
-            _insert_sections(conn, doc_id, 0, content.sections)
+            insert_document(conn, doc_id, entry, sha256, content)
         return
     _write_staged(conn, entry, sha256, content, observer)
+
+
+def insert_document(
+    conn: sqlite3.Connection,
+    doc_id: int | None,
+    entry: FileEntry,
+    sha256: str,
+    content: DocumentContent,
+) -> None:
+    """Inside a write transaction, the old rows of `doc_id` (if any) already deleted: the
+    document's row, name keys, sections and chunks."""
+    doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
+    _write_doc_name(conn, doc_id, entry.rel_path)
+    _insert_sections(conn, doc_id, 0, content.sections)
 
 
 def _write_staged(
@@ -163,20 +216,19 @@ def _write_staged(
         written = ordinal = 0
         for batch in _batches(content.sections, STAGE_BATCH_CHUNKS):
             check_cancel()
-            with write_transaction(conn):
+            with paced_write(conn):
                 chunks = _insert_sections(conn, staged_id, ordinal, batch)
                 conn.execute(
                     "UPDATE documents SET section_count = section_count + ?, "
                     "chunk_count = chunk_count + ? WHERE id = ?",
                     (len(batch), chunks, staged_id),
                 )
-            time.sleep(BATCH_PAUSE_S)
             ordinal += len(batch)
             written += chunks
             progress = FileProgress(written, total, "chunks written")
             report_file_progress(observer, entry.rel_path, entry.size, progress)
         check_cancel()
-        with write_transaction(conn):
+        with paced_write(conn):
             old = conn.execute(
                 "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
             ).fetchone()
@@ -300,7 +352,7 @@ def discard_document(
     while True:
         if should_stop is not None and should_stop():
             return False
-        with write_transaction(conn):
+        with paced_write(conn):
             ids = [
                 r[0]
                 for r in conn.execute(
@@ -329,13 +381,28 @@ def discard_document(
                 else:
                     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
                     return True
-        time.sleep(BATCH_PAUSE_S)
 
 
 def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
     # The full-text rows leave with their chunks through triggers (migrations 2, 4 and 8).
     conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
     conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
+
+
+def delete_rows_of(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> None:
+    """Inside a write transaction: the chunks and sections of several documents, chunks in one
+    statement in id order. FTS5 flushes its pending terms to a new segment whenever a row id
+    goes down, so per-document deletes between the inserts of a group flushed once per
+    document; these triggers see one rising run of ids before any insert."""
+    for start in range(0, len(doc_ids), SQL_PARAMS):
+        part = list(doc_ids[start : start + SQL_PARAMS])
+        marks = ",".join("?" * len(part))
+        conn.execute(
+            f"DELETE FROM chunks WHERE id IN (SELECT id FROM chunks WHERE document_id IN "
+            f"({marks}) ORDER BY id)",
+            part,
+        )
+        conn.execute(f"DELETE FROM sections WHERE document_id IN ({marks})", part)
 
 
 def _upsert_document(
@@ -484,9 +551,8 @@ def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> Non
 
 def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reason: str) -> None:
     """A failed file keeps a documents row (status failed + reason) and no searchable rows."""
-    fmt = extractors.format_of(entry.abs_path)
     retired: int | None = None
-    with write_transaction(conn):
+    with paced_write(conn):
         row = conn.execute(
             "SELECT id, chunk_count FROM documents WHERE path = ?", (entry.rel_path,)
         ).fetchone()
@@ -496,39 +562,49 @@ def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reaso
             row = None
         if row:
             _delete_document_rows(conn, row["id"])
-            conn.execute(
-                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
-                "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
-                "WHERE id=?",
-                (
-                    entry.size,
-                    entry.mtime_ns,
-                    sha256,
-                    fmt,
-                    reason,
-                    CHUNK_SCHEME,
-                    time.time(),
-                    row["id"],
-                ),
-            )
-        else:
-            conn.execute(
-                "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
-                "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
-                (
-                    entry.rel_path,
-                    entry.size,
-                    entry.mtime_ns,
-                    sha256,
-                    fmt,
-                    entry.abs_path.stem,
-                    reason,
-                    CHUNK_SCHEME,
-                    time.time(),
-                ),
-            )
+        record_failure(conn, row["id"] if row else None, entry, sha256, reason)
     if retired is not None:
         discard_document(conn, retired)
+
+
+def record_failure(
+    conn: sqlite3.Connection, doc_id: int | None, entry: FileEntry, sha256: str, reason: str
+) -> None:
+    """Inside a write transaction, the old rows of `doc_id` (if any) already deleted: the
+    failed file's documents row."""
+    fmt = extractors.format_of(entry.abs_path)
+    if doc_id is not None:
+        conn.execute(
+            "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
+            "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
+            "WHERE id=?",
+            (
+                entry.size,
+                entry.mtime_ns,
+                sha256,
+                fmt,
+                reason,
+                CHUNK_SCHEME,
+                time.time(),
+                doc_id,
+            ),
+        )
+        return
+    conn.execute(
+        "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
+        "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
+        (
+            entry.rel_path,
+            entry.size,
+            entry.mtime_ns,
+            sha256,
+            fmt,
+            entry.abs_path.stem,
+            reason,
+            CHUNK_SCHEME,
+            time.time(),
+        ),
+    )
 
 
 def update_stat_only(
@@ -536,16 +612,23 @@ def update_stat_only(
 ) -> None:
     """Same bytes: only the stat changes (and the detector version, when the stored text was
     checked again instead of re-read)."""
-    with write_transaction(conn):
+    with paced_write(conn):
+        record_stat(conn, doc_id, entry, detector_version)
+
+
+def record_stat(
+    conn: sqlite3.Connection, doc_id: int, entry: FileEntry, detector_version: int | None = None
+) -> None:
+    """Inside a write transaction: update_stat_only's row change."""
+    conn.execute(
+        "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+        (entry.size, entry.mtime_ns, doc_id),
+    )
+    if detector_version is not None:
         conn.execute(
-            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
-            (entry.size, entry.mtime_ns, doc_id),
+            "UPDATE documents SET detector_version = ? WHERE id = ?",
+            (detector_version, doc_id),
         )
-        if detector_version is not None:
-            conn.execute(
-                "UPDATE documents SET detector_version = ? WHERE id = ?",
-                (detector_version, doc_id),
-            )
 
 
 # FTS5 deletes only mark rows deleted: a removed row's terms stay in the older index segments

@@ -187,6 +187,7 @@ sys.path.insert(0, sys.argv[1])
 import rag_sync_write as w
 w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = w.DISCARD_BATCH_CHUNKS = 10
 w.BATCH_PAUSE_S = 0.05
+w.LOCK_BURST_S = 0.0  # a gap after every batch: slow enough to be killed mid-document
 from pathlib import Path
 from helpers.extract.blocks import ExtractContext
 from helpers.extract.registry import SUPPORTED_SUFFIXES
