@@ -89,11 +89,18 @@ PACER = WritePacer()  # one per process: the worker is the index's only document
 
 @contextlib.contextmanager
 def paced_write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """write_transaction after the pacer's gap (when one is due)."""
+    """rag_db.write_transaction after the pacer's gap (when one is due). SQLite itself rolls a
+    transaction back on some errors (a full disk at commit): then the error is what is raised,
+    not a failed ROLLBACK."""
     PACER.before_lock()
+    conn.execute("BEGIN IMMEDIATE")
     try:
-        with write_transaction(conn):
-            yield conn
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
     finally:
         PACER.after_lock()
 
