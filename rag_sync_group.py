@@ -29,6 +29,7 @@ from pathlib import Path
 
 from helpers.safety import FileEntry
 from rag_db import connect
+from rag_sync_pacing import paced_write
 from rag_sync_write import (
     SINGLE_TRANSACTION_CHUNKS,
     SQL_PARAMS,
@@ -36,7 +37,6 @@ from rag_sync_write import (
     WriteObserver,
     delete_rows_of,
     insert_document,
-    paced_write,
     record_failure,
     record_stat,
     remove_document,

@@ -31,6 +31,7 @@ from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
 from rag_db import index_new_chunks, write_transaction
+from rag_sync_pacing import paced_write
 
 # Rows written (or deleted) per transaction: ~0.3-0.7 ms per chunk row with its FTS entries on
 # this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
@@ -38,15 +39,6 @@ SINGLE_TRANSACTION_CHUNKS = 2_000
 STAGE_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
-# A gap between two write transactions: SQLite's busy handler retries a waiting writer at most
-# every 100 ms, so without a gap this long the next batch would take the lock again before a
-# cancel_sync, sync_kb or heartbeat got in (measured: an 11 s wait across back-to-back batches).
-BATCH_PAUSE_S = 0.12
-# ... but only once the lock was held back to back (gaps under BATCH_PAUSE_S) for this long: a
-# fixed pause after every 2,000-chunk batch slept ~9 s of a 55 s PDF sync, while a foreign writer
-# waits at most this plus one transaction (~1 s) either way. Gaps the work leaves by itself
-# (reading the next file) count as pauses.
-LOCK_BURST_S = 0.5
 # A cancelled staged write deletes its rows for this long at most, then leaves the rest invisible
 # for the next sync's discard_staging. Deleting them all kept a job "cancelling" for 8.7 s after a
 # cancel 63,000 rows into a 20 MB file's write (2.2 s with the budget, big_doc_lock.py).
@@ -61,48 +53,6 @@ class JobCancelled(BaseException):
 
     A BaseException so an extractor's `except Exception` cannot swallow it.
     """
-
-
-class WritePacer:
-    """Spaces the writer's transactions so another process's writer gets the lock within about
-    a second (see LOCK_BURST_S), sleeping only when the writer's own work left no gap."""
-
-    def __init__(self) -> None:
-        self._burst_started = 0.0
-        self._released: float | None = None
-
-    def before_lock(self) -> None:
-        now = time.monotonic()
-        if self._released is None or now - self._released >= BATCH_PAUSE_S:
-            self._burst_started = now  # the lock was free long enough: a new burst
-            return
-        if now - self._burst_started >= LOCK_BURST_S:
-            time.sleep(max(0.0, BATCH_PAUSE_S - (now - self._released)))
-            self._burst_started = time.monotonic()
-
-    def after_lock(self) -> None:
-        self._released = time.monotonic()
-
-
-PACER = WritePacer()  # one per process: the worker is the index's only document writer
-
-
-@contextlib.contextmanager
-def paced_write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """rag_db.write_transaction after the pacer's gap (when one is due). SQLite itself rolls a
-    transaction back on some errors (a full disk at commit): then the error is what is raised,
-    not a failed ROLLBACK."""
-    PACER.before_lock()
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    finally:
-        PACER.after_lock()
 
 
 @dataclass(frozen=True)

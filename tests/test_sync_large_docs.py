@@ -25,6 +25,7 @@ from stress.harness import (
 
 import rag_search
 import rag_service
+import rag_sync_pacing
 import rag_sync_write
 from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
 from helpers.extract.sandbox import SandboxedExtractor
@@ -63,7 +64,7 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rag_sync_write, "SINGLE_TRANSACTION_CHUNKS", 10)
     monkeypatch.setattr(rag_sync_write, "STAGE_BATCH_CHUNKS", 10)
     monkeypatch.setattr(rag_sync_write, "DISCARD_BATCH_CHUNKS", 10)
-    monkeypatch.setattr(rag_sync_write, "BATCH_PAUSE_S", 0.0)
+    monkeypatch.setattr(rag_sync_pacing, "BATCH_PAUSE_S", 0.0)
 
 
 class _Watcher:
@@ -186,8 +187,9 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import rag_sync_write as w
 w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = w.DISCARD_BATCH_CHUNKS = 10
-w.BATCH_PAUSE_S = 0.05
-w.LOCK_BURST_S = 0.0  # a gap after every batch: slow enough to be killed mid-document
+import rag_sync_pacing as pacing
+pacing.BATCH_PAUSE_S = 0.05
+pacing.LOCK_BURST_S = 0.0  # a gap after every batch: slow enough to be killed mid-document
 from pathlib import Path
 from helpers.extract.blocks import ExtractContext
 from helpers.extract.registry import SUPPORTED_SUFFIXES
