@@ -322,8 +322,7 @@ def sync_files(
     candidates = plan.candidates
     hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
     check_cancel_now = immediate_cancel_check(observer)
-    # Small documents share a transaction, written beside the reading (rag_sync_group).
-    group = WriteGroup(conn, observer, background=True)
+    group = WriteGroup(conn, observer)  # small documents share a transaction (rag_sync_group)
     try:
         for number, entry in enumerate(candidates):
             group.before_file(entry)
@@ -356,7 +355,6 @@ def sync_files(
                 )
             except FileSkipped as skip:
                 outcome, error = "skipped", None
-                group.wait()
                 _skip_after_reading(conn, entry, old, skip, observer, tally)
 
             def report(
@@ -372,8 +370,6 @@ def sync_files(
     except BaseException:
         group.discard()  # cancelled or failed: the files of the open group are not written
         raise
-    finally:
-        group.close()
     observer.on_phase("cleanup")
 
     def removed(count: int) -> None:
@@ -460,7 +456,6 @@ def _sync_into(
         # sync_files records the skip (reason `secret`) and removes the old rows; a secret the
         # older detector let into them is purged from the FTS segments too.
         if old is not None and purge is not None and not current_detector:
-            writes.wait()
             mark_purge_pending(conn)
             purge.append(entry.rel_path)
         raise
@@ -469,7 +464,6 @@ def _sync_into(
         writes.write_failure(entry, sha, reason)
         return "failed", reason
     if purge is not None and old is not None and not current_detector and content.redactions:
-        writes.wait()
         mark_purge_pending(conn)  # before the old text is deleted: a cancel cannot lose it
         purge.append(entry.rel_path)
     if before_write is not None:

@@ -346,20 +346,33 @@ def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
     conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
 
 
-def delete_rows_of(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> None:
-    """Inside a write transaction: the chunks and sections of several documents, chunks in one
-    statement in id order. FTS5 flushes its pending terms to a new segment whenever a row id
-    goes down, so per-document deletes between the inserts of a group flushed once per
-    document; these triggers see one rising run of ids before any insert."""
+def delete_rows_of(
+    conn: sqlite3.Connection,
+    doc_ids: Sequence[int],
+    chunks_upto: int | None = None,
+    sections_upto: int | None = None,
+) -> None:
+    """Inside a write transaction: the chunks and sections of several documents (those with ids
+    up to `chunks_upto` / `sections_upto` when given: the rows a group's new ones replace),
+    chunks in one statement in id order. FTS5 writes its pending terms out as a new segment
+    whenever the row id goes down, so per-document deletes between a group's inserts cost a
+    segment each; this costs one."""
+    chunk_cap = "" if chunks_upto is None else f" AND id <= {int(chunks_upto)}"
+    section_cap = "" if sections_upto is None else f" AND id <= {int(sections_upto)}"
     for start in range(0, len(doc_ids), SQL_PARAMS):
         part = list(doc_ids[start : start + SQL_PARAMS])
         marks = ",".join("?" * len(part))
         conn.execute(
             f"DELETE FROM chunks WHERE id IN (SELECT id FROM chunks WHERE document_id IN "
-            f"({marks}) ORDER BY id)",
+            f"({marks}){chunk_cap} ORDER BY id)",
             part,
         )
-        conn.execute(f"DELETE FROM sections WHERE document_id IN ({marks})", part)
+        conn.execute(f"DELETE FROM sections WHERE document_id IN ({marks}){section_cap}", part)
+
+
+def max_ids(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The highest chunk and section ids (0 when empty)."""
+    return _next_id(conn, "chunks") - 1, _next_id(conn, "sections") - 1
 
 
 def _upsert_document(

@@ -287,14 +287,16 @@ def test_cancel_during_a_big_documents_write_in_the_worker_keeps_the_old_version
     big.write_text("first version with keepmarker\n", encoding="utf-8")
     assert run_sync(config).state == "succeeded"
     line = " ".join(f"w{i % 997}" for i in range(20_000)) + " "
-    big.write_text(line * 12, encoding="utf-8")  # ~1.4 MB on one line: ~9,000 chunks
+    # ~5.6 MB on one line: ~36,000 chunks, ~18 batches. The pacer leaves a gap after 0.5 s of
+    # back-to-back batches, so the write must outlast a few of those for the cancel to land.
+    big.write_text(line * 48, encoding="utf-8")
     job = rag_service.start_sync(config)
     watch = sqlite3.connect(config.db_path, isolation_level=None, timeout=30)
     staged = "SELECT 1 FROM documents WHERE error LIKE 'being written:%'"
     wait_until(lambda: watch.execute(staged).fetchone() is not None, timeout=240, interval=0.005)
     watch.close()
-    # The cancel gets the lock between two batches and is seen before the next one: at most two
-    # of the ~5 batches are written, then discarded.
+    # The cancel gets the lock at the pacer's next gap and is seen before the next batch: the
+    # batches written so far are discarded.
     rag_service.cancel_sync(config, job.job_id)
     view = rag_service.wait_for_job(config, job.job_id, timeout_s=240)
     assert view.state == "cancelled", view.to_dict()
