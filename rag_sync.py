@@ -49,6 +49,7 @@ from helpers.storage_codec import section_text
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import write_transaction
+from rag_sync_group import WriteGroup, remove_documents
 from rag_sync_write import (
     STAGING_PATH_PREFIX,
     TRUNCATED_NOTE,
@@ -64,9 +65,7 @@ from rag_sync_write import (
     remove_document,
     report_file_progress,
     stop_on_cancel,
-    update_stat_only,
     write_document,
-    write_failure,
 )
 
 __all__ = [  # the write side lives in rag_sync_write; these names stay importable from here
@@ -324,45 +323,61 @@ def sync_files(
     candidates = plan.candidates
     hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
     check_cancel_now = immediate_cancel_check(observer)
-    for number, entry in enumerate(candidates):
-        check_cancel_now()
-        observer.on_file_start(entry.rel_path)
-        old = plan.existing.get(entry.rel_path)
-        following = candidates[number + 1 : number + 1 + PREFETCH_FILES]
+    group = WriteGroup(conn, observer)  # small documents share a transaction (rag_sync_group)
+    try:
+        for number, entry in enumerate(candidates):
+            group.before_file(entry)
+            check_cancel_now()
+            observer.on_file_start(entry.rel_path)
+            old = plan.existing.get(entry.rel_path)
+            following = candidates[number + 1 : number + 1 + PREFETCH_FILES]
 
-        def read_ahead(following: list[FileEntry] = following) -> None:
-            for entry_ahead in following if sandbox is not None else ():
-                if entry_ahead.rel_path in hashed:
-                    continue
-                if not sandbox.can_prefetch():
-                    return  # later files wait: the child must get them in their order
-                old_ahead = plan.existing.get(entry_ahead.rel_path)
-                _read_ahead(conn, entry_ahead, old_ahead, ctx, observer, sandbox, hashed)
+            def read_ahead(following: list[FileEntry] = following) -> None:
+                for entry_ahead in following if sandbox is not None else ():
+                    if entry_ahead.rel_path in hashed:
+                        continue
+                    if not sandbox.can_prefetch():
+                        return  # later files wait: the child must get them in their order
+                    old_ahead = plan.existing.get(entry_ahead.rel_path)
+                    _read_ahead(conn, entry_ahead, old_ahead, ctx, observer, sandbox, hashed)
 
-        try:
-            outcome, error = _sync_one(
-                conn,
-                entry,
-                old,
-                ctx,
-                observer,
-                sandbox,
-                purge,
-                hashed.pop(entry.rel_path, None),
-                read_ahead,
-            )
-        except FileSkipped as skip:
-            outcome, error = "skipped", None
-            _skip_after_reading(conn, entry, old, skip, observer, tally)
-        counts[outcome] += 1
-        if error:
-            observer.on_error(entry.rel_path, error)
-        observer.on_file_done(entry.rel_path, outcome, entry.size, error)
+            try:
+                outcome, error = _sync_one(
+                    conn,
+                    entry,
+                    old,
+                    ctx,
+                    observer,
+                    sandbox,
+                    purge,
+                    hashed.pop(entry.rel_path, None),
+                    read_ahead,
+                    group,
+                )
+            except FileSkipped as skip:
+                outcome, error = "skipped", None
+                _skip_after_reading(conn, entry, old, skip, observer, tally)
+
+            def report(
+                entry: FileEntry = entry, outcome: str = outcome, error: str | None = error
+            ) -> None:
+                counts[outcome] += 1
+                if error:
+                    observer.on_error(entry.rel_path, error)
+                observer.on_file_done(entry.rel_path, outcome, entry.size, error)
+
+            group.after_commit(report)  # once the file's rows are committed
+        group.flush()
+    except BaseException:
+        group.discard()  # cancelled or failed: the files of the open group are not written
+        raise
     observer.on_phase("cleanup")
-    for doc_id, _path in plan.removed:
-        observer.check_cancel()
-        remove_document(conn, doc_id, stop_on_cancel(observer))
-        counts["removed"] += 1
+
+    def removed(count: int) -> None:
+        counts["removed"] += count
+
+    removed_ids = [doc_id for doc_id, _path in plan.removed]
+    remove_documents(conn, removed_ids, observer.check_cancel, removed, stop_on_cancel(observer))
     if purge or purge_pending(conn):
         purge_removed_text(conn)
 
@@ -377,12 +392,37 @@ def _sync_one(
     purge: list[str] | None = None,
     hashed: str | OSError | None = None,
     before_write: Callable[[], None] | None = None,
+    group: WriteGroup | None = None,
 ) -> tuple[str, str | None]:
     """Index one file; returns (outcome, error message or None). A file that is mostly secret
     material is skipped (its old rows removed); `purge` collects the paths whose previous text,
     read by an older detector version, held secrets this one redacts. `hashed` is the file's
     hash (or the error reading it) when read ahead; `before_write` runs once the file is read,
-    before its rows are written (the caller starts reading the next file there)."""
+    before its rows are written (the caller starts reading the next file there). With `group`,
+    the rows are handed to it (written with other files' rows; the caller reports the outcome
+    once they are committed); without, written here."""
+    writes = group if group is not None else WriteGroup(conn, observer)
+    try:
+        return _sync_into(
+            conn, entry, old, ctx, observer, sandbox, purge, hashed, before_write, writes
+        )
+    finally:
+        if group is None:
+            writes.flush()
+
+
+def _sync_into(
+    conn: sqlite3.Connection,
+    entry: FileEntry,
+    old: ExistingDoc | None,
+    ctx: ExtractContext,
+    observer: SyncObserver,
+    sandbox: SandboxedExtractor | None,
+    purge: list[str] | None,
+    hashed: str | OSError | None,
+    before_write: Callable[[], None] | None,
+    writes: WriteGroup,
+) -> tuple[str, str | None]:
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:  # plan_sync skips these; a direct caller may not
         raise FileSkipped(SkipReason.TOO_LARGE, _too_large(entry, limits.max_file_bytes).reason)
@@ -394,17 +434,17 @@ def _sync_one(
         return "failed", f"{exc}: not read (it is checked again on the next sync)"
     except OSError as exc:
         reason = f"cannot read file: {exc.strerror or exc}"
-        write_failure(conn, entry, "", reason)
+        writes.write_failure(entry, "", reason)
         return "failed", reason
     # Same bytes: keep the rows. Failed files are always retried (the cause may be outside the
     # file: permissions, a missing converter), and scans are retried once OCR is available.
     current_detector = old is not None and old.detector_version == DETECTOR_VERSION
     kept = _kept_as_is(conn, old, sha, ctx)
     if kept == "same":
-        update_stat_only(conn, old.id, entry)  # type: ignore[union-attr]
+        writes.update_stat_only(old.id, entry)  # type: ignore[union-attr]
         return "unchanged", None
     if kept == "ocr":
-        update_stat_only(conn, old.id, entry, DETECTOR_VERSION)  # type: ignore[union-attr]
+        writes.update_stat_only(old.id, entry, DETECTOR_VERSION)  # type: ignore[union-attr]
         return "unchanged", (
             "kept the previous OCR text: OCR engine unavailable, so the document was not "
             "re-read with the current chunking (it will be once the engine is back; "
@@ -422,14 +462,14 @@ def _sync_one(
         raise
     except ExtractionError as exc:
         reason = str(exc)
-        write_failure(conn, entry, sha, reason)
+        writes.write_failure(entry, sha, reason)
         return "failed", reason
     if purge is not None and old is not None and not current_detector and content.redactions:
         mark_purge_pending(conn)  # before the old text is deleted: a cancel cannot lose it
         purge.append(entry.rel_path)
     if before_write is not None:
         before_write()
-    write_document(conn, entry, sha, content, observer)
+    writes.write_document(entry, sha, content)
     problems = []
     if content.needs_ocr_pages:
         problems.append(

@@ -31,6 +31,7 @@ from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
 from rag_db import index_new_chunks, write_transaction
+from rag_sync_pacing import paced_write
 
 # Rows written (or deleted) per transaction: ~0.3-0.7 ms per chunk row with its FTS entries on
 # this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
@@ -38,14 +39,11 @@ SINGLE_TRANSACTION_CHUNKS = 2_000
 STAGE_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
-# Pause after each batch: SQLite's busy handler retries a waiting writer at most every 100 ms, so
-# without a gap this long the next batch would take the lock again before a cancel_sync, sync_kb
-# or heartbeat got in (measured: an 11 s wait across back-to-back batches).
-BATCH_PAUSE_S = 0.12
 # A cancelled staged write deletes its rows for this long at most, then leaves the rest invisible
 # for the next sync's discard_staging. Deleting them all kept a job "cancelling" for 8.7 s after a
 # cancel 63,000 rows into a 20 MB file's write (2.2 s with the budget, big_doc_lock.py).
 CANCEL_DISCARD_BUDGET_S = 2.0
+SQL_PARAMS = 500  # ids per IN (...) list, well under SQLite's 999 variables of old builds
 STAGING_STATUS = "staging"
 TRUNCATED_NOTE = "text truncated at the per-document character limit"
 
@@ -134,18 +132,30 @@ def write_document(
     ).fetchone()
     old_chunks = old["chunk_count"] if old else 0
     if new_chunks + old_chunks <= SINGLE_TRANSACTION_CHUNKS:
-        with write_transaction(conn):
+        with paced_write(conn):
             row = conn.execute(
                 "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
             ).fetchone()
             doc_id = row["id"] if row else None
             if doc_id is not None:
                 _delete_document_rows(conn, doc_id)
-            doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
-            _write_doc_name(conn, doc_id, entry.rel_path)
-            _insert_sections(conn, doc_id, 0, content.sections)
+            insert_document(conn, doc_id, entry, sha256, content)
         return
     _write_staged(conn, entry, sha256, content, observer)
+
+
+def insert_document(
+    conn: sqlite3.Connection,
+    doc_id: int | None,
+    entry: FileEntry,
+    sha256: str,
+    content: DocumentContent,
+) -> None:
+    """Inside a write transaction, the old rows of `doc_id` (if any) already deleted: the
+    document's row, name keys, sections and chunks."""
+    doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
+    _write_doc_name(conn, doc_id, entry.rel_path)
+    _insert_sections(conn, doc_id, 0, content.sections)
 
 
 def _write_staged(
@@ -163,20 +173,19 @@ def _write_staged(
         written = ordinal = 0
         for batch in _batches(content.sections, STAGE_BATCH_CHUNKS):
             check_cancel()
-            with write_transaction(conn):
+            with paced_write(conn):
                 chunks = _insert_sections(conn, staged_id, ordinal, batch)
                 conn.execute(
                     "UPDATE documents SET section_count = section_count + ?, "
                     "chunk_count = chunk_count + ? WHERE id = ?",
                     (len(batch), chunks, staged_id),
                 )
-            time.sleep(BATCH_PAUSE_S)
             ordinal += len(batch)
             written += chunks
             progress = FileProgress(written, total, "chunks written")
             report_file_progress(observer, entry.rel_path, entry.size, progress)
         check_cancel()
-        with write_transaction(conn):
+        with paced_write(conn):
             old = conn.execute(
                 "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
             ).fetchone()
@@ -300,7 +309,7 @@ def discard_document(
     while True:
         if should_stop is not None and should_stop():
             return False
-        with write_transaction(conn):
+        with paced_write(conn):
             ids = [
                 r[0]
                 for r in conn.execute(
@@ -329,13 +338,41 @@ def discard_document(
                 else:
                     conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
                     return True
-        time.sleep(BATCH_PAUSE_S)
 
 
 def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
     # The full-text rows leave with their chunks through triggers (migrations 2, 4 and 8).
     conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
     conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
+
+
+def delete_rows_of(
+    conn: sqlite3.Connection,
+    doc_ids: Sequence[int],
+    chunks_upto: int | None = None,
+    sections_upto: int | None = None,
+) -> None:
+    """Inside a write transaction: the chunks and sections of several documents (those with ids
+    up to `chunks_upto` / `sections_upto` when given: the rows a group's new ones replace),
+    chunks in one statement in id order. FTS5 writes its pending terms out as a new segment
+    whenever the row id goes down, so per-document deletes between a group's inserts cost a
+    segment each; this costs one."""
+    chunk_cap = "" if chunks_upto is None else f" AND id <= {int(chunks_upto)}"
+    section_cap = "" if sections_upto is None else f" AND id <= {int(sections_upto)}"
+    for start in range(0, len(doc_ids), SQL_PARAMS):
+        part = list(doc_ids[start : start + SQL_PARAMS])
+        marks = ",".join("?" * len(part))
+        conn.execute(
+            f"DELETE FROM chunks WHERE id IN (SELECT id FROM chunks WHERE document_id IN "
+            f"({marks}){chunk_cap} ORDER BY id)",
+            part,
+        )
+        conn.execute(f"DELETE FROM sections WHERE document_id IN ({marks}){section_cap}", part)
+
+
+def max_ids(conn: sqlite3.Connection) -> tuple[int, int]:
+    """The highest chunk and section ids (0 when empty)."""
+    return _next_id(conn, "chunks") - 1, _next_id(conn, "sections") - 1
 
 
 def _upsert_document(
@@ -484,9 +521,8 @@ def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> Non
 
 def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reason: str) -> None:
     """A failed file keeps a documents row (status failed + reason) and no searchable rows."""
-    fmt = extractors.format_of(entry.abs_path)
     retired: int | None = None
-    with write_transaction(conn):
+    with paced_write(conn):
         row = conn.execute(
             "SELECT id, chunk_count FROM documents WHERE path = ?", (entry.rel_path,)
         ).fetchone()
@@ -496,39 +532,49 @@ def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reaso
             row = None
         if row:
             _delete_document_rows(conn, row["id"])
-            conn.execute(
-                "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
-                "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
-                "WHERE id=?",
-                (
-                    entry.size,
-                    entry.mtime_ns,
-                    sha256,
-                    fmt,
-                    reason,
-                    CHUNK_SCHEME,
-                    time.time(),
-                    row["id"],
-                ),
-            )
-        else:
-            conn.execute(
-                "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
-                "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
-                (
-                    entry.rel_path,
-                    entry.size,
-                    entry.mtime_ns,
-                    sha256,
-                    fmt,
-                    entry.abs_path.stem,
-                    reason,
-                    CHUNK_SCHEME,
-                    time.time(),
-                ),
-            )
+        record_failure(conn, row["id"] if row else None, entry, sha256, reason)
     if retired is not None:
         discard_document(conn, retired)
+
+
+def record_failure(
+    conn: sqlite3.Connection, doc_id: int | None, entry: FileEntry, sha256: str, reason: str
+) -> None:
+    """Inside a write transaction, the old rows of `doc_id` (if any) already deleted: the
+    failed file's documents row."""
+    fmt = extractors.format_of(entry.abs_path)
+    if doc_id is not None:
+        conn.execute(
+            "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, status='failed', "
+            "error=?, chunk_scheme=?, section_count=0, chunk_count=0, indexed_at=? "
+            "WHERE id=?",
+            (
+                entry.size,
+                entry.mtime_ns,
+                sha256,
+                fmt,
+                reason,
+                CHUNK_SCHEME,
+                time.time(),
+                doc_id,
+            ),
+        )
+        return
+    conn.execute(
+        "INSERT INTO documents(path, size, mtime_ns, sha256, format, title, status, "
+        "error, chunk_scheme, indexed_at) VALUES (?,?,?,?,?,?,'failed',?,?,?)",
+        (
+            entry.rel_path,
+            entry.size,
+            entry.mtime_ns,
+            sha256,
+            fmt,
+            entry.abs_path.stem,
+            reason,
+            CHUNK_SCHEME,
+            time.time(),
+        ),
+    )
 
 
 def update_stat_only(
@@ -536,16 +582,23 @@ def update_stat_only(
 ) -> None:
     """Same bytes: only the stat changes (and the detector version, when the stored text was
     checked again instead of re-read)."""
-    with write_transaction(conn):
+    with paced_write(conn):
+        record_stat(conn, doc_id, entry, detector_version)
+
+
+def record_stat(
+    conn: sqlite3.Connection, doc_id: int, entry: FileEntry, detector_version: int | None = None
+) -> None:
+    """Inside a write transaction: update_stat_only's row change."""
+    conn.execute(
+        "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
+        (entry.size, entry.mtime_ns, doc_id),
+    )
+    if detector_version is not None:
         conn.execute(
-            "UPDATE documents SET size = ?, mtime_ns = ? WHERE id = ?",
-            (entry.size, entry.mtime_ns, doc_id),
+            "UPDATE documents SET detector_version = ? WHERE id = ?",
+            (detector_version, doc_id),
         )
-        if detector_version is not None:
-            conn.execute(
-                "UPDATE documents SET detector_version = ? WHERE id = ?",
-                (detector_version, doc_id),
-            )
 
 
 # FTS5 deletes only mark rows deleted: a removed row's terms stay in the older index segments

@@ -138,10 +138,13 @@ class JobReporter:
             p.advance_file(progress)
 
     def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
+        """Called when the file's rows are committed: for a file written with others
+        (rag_sync_group) that may be while a later file is being read."""
         with self._lock:
             self.progress.completed_files += 1
             self.progress.done_bytes += size
-            self._end_file()
+            if rel_path == self.progress.current_file:
+                self._end_file()
 
     def _end_file(self) -> None:
         """Caller holds the lock."""

@@ -25,6 +25,7 @@ from stress.harness import (
 
 import rag_search
 import rag_service
+import rag_sync_pacing
 import rag_sync_write
 from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
 from helpers.extract.sandbox import SandboxedExtractor
@@ -64,7 +65,7 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rag_sync_write, "SINGLE_TRANSACTION_CHUNKS", 10)
     monkeypatch.setattr(rag_sync_write, "STAGE_BATCH_CHUNKS", 10)
     monkeypatch.setattr(rag_sync_write, "DISCARD_BATCH_CHUNKS", 10)
-    monkeypatch.setattr(rag_sync_write, "BATCH_PAUSE_S", 0.0)
+    monkeypatch.setattr(rag_sync_pacing, "BATCH_PAUSE_S", 0.0)
 
 
 class _Watcher:
@@ -187,7 +188,9 @@ import sys
 sys.path.insert(0, sys.argv[1])
 import rag_sync_write as w
 w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = w.DISCARD_BATCH_CHUNKS = 10
-w.BATCH_PAUSE_S = 0.05
+import rag_sync_pacing as pacing
+pacing.BATCH_PAUSE_S = 0.05
+pacing.LOCK_BURST_S = 0.0  # a gap after every batch: slow enough to be killed mid-document
 from pathlib import Path
 from helpers.extract.blocks import ExtractContext
 from helpers.extract.registry import SUPPORTED_SUFFIXES
@@ -285,14 +288,16 @@ def test_cancel_during_a_big_documents_write_in_the_worker_keeps_the_old_version
     big.write_text("first version with keepmarker\n", encoding="utf-8")
     assert run_sync(config).state == "succeeded"
     line = " ".join(f"w{i % 997}" for i in range(20_000)) + " "
-    big.write_text(line * 12, encoding="utf-8")  # ~1.4 MB on one line: ~9,000 chunks
+    # ~5.6 MB on one line: ~36,000 chunks, ~18 batches. The pacer leaves a gap after 0.5 s of
+    # back-to-back batches, so the write must outlast a few of those for the cancel to land.
+    big.write_text(line * 48, encoding="utf-8")
     job = rag_service.start_sync(config)
     watch = sqlite3.connect(config.db_path, isolation_level=None, timeout=30)
     staged = "SELECT 1 FROM documents WHERE error LIKE 'being written:%'"
     wait_until(lambda: watch.execute(staged).fetchone() is not None, timeout=240, interval=0.005)
     watch.close()
-    # The cancel gets the lock between two batches and is seen before the next one: at most two
-    # of the ~5 batches are written, then discarded.
+    # The cancel gets the lock at the pacer's next gap and is seen before the next batch: the
+    # batches written so far are discarded.
     rag_service.cancel_sync(config, job.job_id)
     view = rag_service.wait_for_job(config, job.job_id, timeout_s=240)
     assert view.state == "cancelled", view.to_dict()
