@@ -1,0 +1,251 @@
+"""The sync's build worker is spawned ahead of the semantic phase (rag_semantic_prewarm): real
+sync jobs, the real model, real worker processes. It is the worker the build uses, a sync that
+reads nothing spawns none, and cancel, a failure or a killed sync worker end it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from conftest import make_config, write_corpus
+from semantic_fixtures import REAL_MODEL_DIR, add_document, real_sentences
+
+import rag_db
+import rag_semantic
+import rag_service
+import sync_job_worker
+from rag_config import Config
+from rag_jobs import JobView
+from rag_semantic_client import SemanticWorker
+from rag_semantic_prewarm import WorkerPrewarm
+
+STARTED = re.compile(r"semantic worker (\d+) started ahead: (.+)")
+WAIT_S = 120.0  # generous: a loaded 2-core machine; only waits for an event, never timed
+
+
+@pytest.fixture(scope="module")
+def real_model() -> Path:
+    if not (REAL_MODEL_DIR / "onnx").is_dir():
+        pytest.fail(f"real model folder missing: {REAL_MODEL_DIR} (shared/ must sit beside main/)")
+    return REAL_MODEL_DIR
+
+
+@pytest.fixture
+def semantic_config(tmp_path: Path, knowledge: Path, real_model: Path) -> Config:
+    return make_config(knowledge, tmp_path / "state", semantic=True, semantic_model_dir=real_model)
+
+
+def write_notes(root: Path, count: int = 4) -> None:
+    topics = ["signing keys", "backup schedule", "invoice terms", "password reset", "holidays"]
+    for i in range(count):
+        body = f"# Note {i}\n\nHow we handle {topics[i % len(topics)]}: step {i} of the policy.\n"
+        (root / f"note{i}.md").write_text(body, encoding="utf-8")
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie nobody reaped has exited)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+def wait_until(check, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def job_log(config: Config, job_id: str) -> str:
+    path = config.logs_dir / f"worker-{job_id}.log"
+    return path.read_text(encoding="utf-8") if path.is_file() else ""
+
+
+def started_ahead(config: Config, job_id: str) -> list[tuple[int, str]]:
+    return [(int(pid), why) for pid, why in STARTED.findall(job_log(config, job_id))]
+
+
+def worker_lines(config: Config) -> list[tuple[int, str]]:
+    """(pid, message) of every line of the semantic worker log."""
+    path = config.logs_dir / rag_semantic.WORKER_LOG
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    return [(int(p), m) for p, m in re.findall(r"semantic_worker\[(\d+)\] (.*)", text)]
+
+
+def detached_sync(config: Config) -> JobView:
+    view = rag_service.start_sync(config)
+    return rag_service.wait_for_job(config, view.job_id, timeout_s=WAIT_S)
+
+
+def semantic_children() -> list[int]:
+    """semantic_worker.py processes this test process started (found through /proc)."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                if b"semantic_worker.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(int(pid))
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def vector_and_chunk_counts(config: Config) -> tuple[int, int]:
+    conn = rag_db.connect(config.db_path)
+    try:
+        generation = rag_semantic.latest_ready_generation(conn)
+        (chunks,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
+    finally:
+        conn.close()
+    return (generation.vector_count if generation else 0), chunks
+
+
+def test_the_build_embeds_with_the_worker_the_sync_started_ahead(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    write_notes(knowledge)
+    view = detached_sync(semantic_config)
+    assert view.state == "succeeded", view.message
+    [(pid, why)] = started_ahead(semantic_config, view.job_id)
+    assert why == "4 files to read"  # spawned at the plan, before any file was read
+    lines = worker_lines(semantic_config)
+    assert {p for p, _ in lines} == {pid}  # no second worker was spawned for the build
+    messages = [m for _, m in lines]
+    tokenizer = next(i for i, m in enumerate(messages) if m.startswith("tokenizer loaded"))
+    served = next(i for i, m in enumerate(messages) if m.startswith("model ready"))
+    assert tokenizer < served  # loaded before the first embed request was served
+    vectors, chunks = vector_and_chunk_counts(semantic_config)
+    assert vectors == chunks > 0
+    wait_until(lambda: not alive(pid), "the worker to exit with its job")
+
+
+def test_a_sync_that_reads_nothing_spawns_no_worker_and_a_touched_file_only_a_short_one(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    write_notes(knowledge)
+    assert detached_sync(semantic_config).state == "succeeded"
+    before = worker_lines(semantic_config)
+    unchanged = detached_sync(semantic_config)
+    assert unchanged.state == "succeeded" and unchanged.counts["unchanged"] == 4
+    assert started_ahead(semantic_config, unchanged.job_id) == []
+    assert worker_lines(semantic_config) == before  # no process was spawned at all
+    # Same bytes, new mtime: the file is read again, its chunks do not change, and the worker
+    # spawned at the plan is closed when the build finds nothing to embed.
+    note = knowledge / "note1.md"
+    os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns + 10**9))
+    touched = detached_sync(semantic_config)
+    assert touched.state == "succeeded" and touched.counts["unchanged"] == 4
+    [(pid, why)] = started_ahead(semantic_config, touched.job_id)
+    assert why == "1 file to read"
+    assert not any(
+        p == pid and m.startswith("model ready") for p, m in worker_lines(semantic_config)
+    )
+    wait_until(lambda: not alive(pid), "the unused worker to exit with its job")
+
+
+def test_vectors_behind_the_chunks_start_the_worker_with_the_job(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    write_notes(knowledge)
+    lexical = make_config(knowledge, semantic_config.data_dir, semantic=False)
+    assert detached_sync(lexical).state == "succeeded"
+    view = detached_sync(semantic_config)  # nothing to read; every chunk lacks its vector
+    assert view.state == "succeeded" and view.counts["unchanged"] == 4
+    [(pid, why)] = started_ahead(semantic_config, view.job_id)
+    assert why == "the vectors are behind the chunks"
+    assert {p for p, _ in worker_lines(semantic_config)} == {pid}
+    vectors, chunks = vector_and_chunk_counts(semantic_config)
+    assert vectors == chunks > 0
+
+
+def test_cancel_in_the_lexical_phase_ends_the_worker_started_ahead(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    write_corpus(knowledge, 3000)
+    seen: list[tuple[str, list[int]]] = []
+
+    def cancel_once(view: JobView) -> None:
+        children = semantic_children()
+        if view.state == "running" and children and not seen:
+            seen.append((view.phase, children))
+            rag_service.cancel_sync(semantic_config, view.job_id)
+
+    # In this process, which lives on after the job: the job itself must end its worker.
+    view = rag_service.sync_kb_blocking(semantic_config, on_progress=cancel_once)
+    assert view.state == "cancelled"
+    [(phase, [pid])] = seen
+    assert phase in ("prepare", "files")  # cancelled while the lexical phase ran
+    assert semantic_children() == [] and not alive(pid)
+    assert not any(m.startswith("model ready") for _, m in worker_lines(semantic_config))
+
+
+def test_a_killed_sync_worker_takes_the_worker_started_ahead_with_it(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    write_corpus(knowledge, 3000)
+    job_id = rag_service.start_sync(semantic_config).job_id
+    wait_until(lambda: started_ahead(semantic_config, job_id), "the worker to start ahead")
+    [(pid, _)] = started_ahead(semantic_config, job_id)
+    sync_pid = rag_service.sync_status(semantic_config, job_id).pid
+    assert sync_pid and alive(pid)
+    os.kill(sync_pid, signal.SIGKILL)
+    # Its stdin closes with the sync worker: it exits at that EOF, loaded or not.
+    wait_until(lambda: not alive(pid), "the orphaned worker to exit")
+
+
+def test_a_failing_job_ends_the_worker_started_ahead(
+    semantic_config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_notes(knowledge)
+    running: list[list[int]] = []
+
+    def fail(*_args: object) -> None:
+        running.append(semantic_children())
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(sync_job_worker.JobReporter, "on_file_done", fail)
+    view = rag_service.sync_kb_blocking(semantic_config)  # in this process: its children
+    assert view.state == "failed" and "the disk went away" in (view.message or "")
+    assert len(running) == 1 and len(running[0]) == 1  # the worker ran while the file was read
+    assert semantic_children() == []
+    assert not alive(running[0][0])
+
+
+def test_a_worker_started_ahead_that_died_is_replaced_by_the_build(
+    tmp_path: Path, real_model: Path
+) -> None:
+    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    add_document(conn, "a.md", real_sentences(5)[:12])
+    prewarm = WorkerPrewarm(real_model, log_path=tmp_path / "w.log", cache_dir=tmp_path / "c")
+    prewarm.start("test")
+    dead = prewarm.pid
+    assert dead is not None
+    os.kill(dead, signal.SIGKILL)
+    wait_until(lambda: not prewarm.worker.is_running, "the worker to die")
+    result = rag_semantic.build_generation(
+        conn, real_model, cache_dir=tmp_path / "c", log_path=tmp_path / "w.log", prewarm=prewarm
+    )
+    assert (result.status, result.embedded) == ("built", 12)
+    prewarm.close()
+    assert semantic_children() == []
+    conn.close()
+
+
+def test_a_worker_that_preloads_its_tokenizer_gives_the_same_bytes(
+    tmp_path: Path, real_model: Path
+) -> None:
+    texts = real_sentences(40)
+    log = tmp_path / "pre.log"
+    with SemanticWorker(real_model, log_path=log, preload_passages=True) as pre:
+        wait_until(lambda: "tokenizer loaded" in log.read_text(), "the tokenizer to load")
+        preloaded = pre.embed(texts).vectors.tobytes()
+    with SemanticWorker(real_model, log_path=tmp_path / "lazy.log") as lazy:
+        assert lazy.embed(texts).vectors.tobytes() == preloaded
+    assert "tokenizer loaded" not in (tmp_path / "lazy.log").read_text()
+    assert len(texts) > 100
