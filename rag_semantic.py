@@ -434,6 +434,8 @@ def sync_phase(
     `prewarm` (from `prewarm_for_sync`) is the worker spawned ahead; the caller closes it.
     """
     cache_dir = config.data_dir / CACHE_SUBDIR
+    if prewarm is not None:
+        prewarm.wait_for_hashes()
     availability = check_availability(
         config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
     )

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import rag_semantic
 from helpers.errors import RagError
-from helpers.semantic.model import check_availability
+from helpers.semantic.model import check_availability, load_model_info
 from rag_semantic_client import DEFAULT_THREADS, SemanticWorker
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ class WorkerPrewarm:
         )
         self.started_at: float | None = None  # time.monotonic() of the spawn
         self.closed = False
+        self._hashing: threading.Thread | None = None
 
     @property
     def pid(self) -> int | None:
@@ -68,6 +70,21 @@ class WorkerPrewarm:
             log.warning("semantic worker not started ahead (%s): %s", why, exc)
             return
         log.info("semantic worker %s started ahead: %s", self.worker.pid, why)
+        # The build's fingerprint hashes the model files once per cache (0.3-1 s for 118 MB on
+        # a fresh one); hashlib releases the GIL, so that runs beside the lexical phase too.
+        self._hashing = threading.Thread(target=self._hash_model, name="model-hash", daemon=True)
+        self._hashing.start()
+
+    def _hash_model(self) -> None:
+        try:
+            load_model_info(self.worker.model_dir, self.worker.cache_dir)
+        except (RagError, OSError) as exc:  # the build reports it
+            log.info("model not hashed ahead: %s", exc)
+
+    def wait_for_hashes(self) -> None:
+        """Let the hashing started with the worker finish (the build reuses its cache)."""
+        if self._hashing is not None:
+            self._hashing.join()
 
     def take(self, model_dir: Path, threads: int, timeout_s: float) -> SemanticWorker | None:
         """The started worker when it runs this model with these threads (the caller closes
@@ -94,15 +111,19 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
     """The build worker of this sync, to spawn before the semantic phase (WorkerPrewarm).
 
     None when semantic search is off or no model is usable. Spawned at once when the vectors
-    are already behind the chunks (no generation of this model, or another count: semantic
-    switched on, a model change, a cancelled or failed build); else by `PlanWatch` once the
-    plan has files to read, so a sync that reads nothing spawns nothing. Never raises: a
-    prewarm is only a head start.
+    are already behind the chunks (no generation, or another count: semantic switched on, a
+    cancelled or failed build); else by `PlanWatch` once the plan has files to read, so a sync
+    that reads nothing spawns nothing. The model is not hashed here (that would delay the
+    lexical phase on a fresh cache): a model change alone is left to the build, which spawns
+    its worker as before. Never raises: a prewarm is only a head start.
     """
     try:
         cache_dir = config.data_dir / rag_semantic.CACHE_SUBDIR
         found = check_availability(
-            config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
+            config.semantic_model_dir,
+            enabled=config.semantic,
+            cache_dir=cache_dir,
+            with_fingerprint=False,
         )
         if found.state != "ready" or found.model is None:
             return None
@@ -113,11 +134,7 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
         )
         current = rag_semantic.latest_ready_generation(conn)
         (chunks,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
-        if chunks and (
-            current is None
-            or current.fingerprint != found.model.fingerprint
-            or current.vector_count != chunks
-        ):
+        if chunks and (current is None or current.vector_count != chunks):
             prewarm.start("the vectors are behind the chunks")
         return prewarm
     except (RagError, OSError, sqlite3.Error) as exc:
