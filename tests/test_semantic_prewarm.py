@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 from conftest import make_config, write_corpus
-from semantic_fixtures import REAL_MODEL_DIR, add_document, real_sentences
+from semantic_fixtures import EVAL_DIR, REAL_MODEL_DIR, add_document, real_sentences
 
 import rag_db
 import rag_semantic
 import rag_service
+import semantic_worker
 import sync_job_worker
 from rag_config import Config
 from rag_jobs import JobView
@@ -249,3 +250,42 @@ def test_a_worker_that_preloads_its_tokenizer_gives_the_same_bytes(
         assert lazy.embed(texts).vectors.tobytes() == preloaded
     assert "tokenizer loaded" not in (tmp_path / "lazy.log").read_text()
     assert len(texts) > 100
+
+
+def real_passages(per_set: int = 40, width: int = 600) -> list[str]:
+    """Windows of the eval sets' Markdown documents (English, Russian, Thai) as the build
+    sends them: the passage prompt, then the text."""
+    out = []
+    for name in ("debfaq-en", "manru", "pyfaq-en", "udhr-en2th"):
+        files = sorted((EVAL_DIR / name / "docs").glob("*.md"))
+        text = " ".join(f.read_text(encoding="utf-8") for f in files[:20])
+        windows = [text[at : at + width] for at in range(0, len(text), width)]
+        out.extend(f"passage: {w.strip()}" for w in windows[:per_set])
+    return out
+
+
+def test_until_the_full_tokenizer_loads_passages_get_the_same_ids_from_the_query_tokenizer(
+    tmp_path: Path, real_model: Path
+) -> None:
+    """A build worker tokenizes its first passages with the query tokenizer's index when the
+    full tokenizer is still loading: both must give the same ids, hence the same vectors."""
+    import sentencepiece as spm
+
+    tokenizer = real_model / "sentencepiece.bpe.model"
+    full = spm.SentencePieceProcessor(model_file=str(tokenizer))
+    assert semantic_worker.QueryTokenizer.open(tokenizer, tmp_path, build=False) is None
+    query = semantic_worker.QueryTokenizer.open(tokenizer, tmp_path)  # builds the index
+    assert query is not None
+    passages = real_passages()
+    assert len(passages) >= 100 and {"ก", "д", "e"} <= set("".join(passages))
+    assert [t for t in passages if query.encode(t) != full.encode(t)] == []
+    # A build worker with that index in its cache dir gives the bytes of one without it.
+    texts = [p.removeprefix("passage: ") for p in passages[:24]]
+    with SemanticWorker(
+        real_model, log_path=tmp_path / "b.log", cache_dir=tmp_path, preload_passages=True
+    ) as bridged:
+        first = bridged.embed(texts[:3]).vectors.tobytes()
+        rest = bridged.embed(texts[3:]).vectors.tobytes()
+    with SemanticWorker(real_model, log_path=tmp_path / "f.log") as plain:
+        assert plain.embed(texts[:3]).vectors.tobytes() == first
+        assert plain.embed(texts[3:]).vectors.tobytes() == rest
