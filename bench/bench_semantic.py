@@ -15,6 +15,7 @@
 5. (--only user --docs DIR) The semantic phase as a user sees it: real sync jobs of a copy of
    DIR, timed from the end of the lexical phase, with the worker started ahead and without,
    beside the bare session and build_generation alone; then one new small file (a tiny phase).
+6. (--only tiny --docs DIR) That tiny phase of one edit, many rounds, before / after.
 
 Every timing is repeated (--runs, --queries) and reported as best and median beside the load
 average: the target machines have 2 cores shared with other work.
@@ -23,6 +24,7 @@ average: the target machines have 2 cores shared with other work.
                                    [--vectors 100000] [--queries 7] [--runs 3]
                                    [--only throughput,cold,warm] [--from-index DB]
     python bench/bench_semantic.py --only user --docs DIR [--runs 3]
+    python bench/bench_semantic.py --only tiny --docs DIR [--rounds 6]
 """
 
 from __future__ import annotations
@@ -424,6 +426,44 @@ def bench_user_view(model: Path, threads: int, runs: int, work: Path, source: Pa
     )
 
 
+def bench_tiny(model: Path, rounds: int, work: Path, source: Path) -> None:
+    """The tiny phase of one edit (1-10 texts), many times: one full sync of a copy of
+    `source`, copied to three data dirs; then each round adds one small file and syncs all
+    three, in rotating order: without the worker started ahead and without the query
+    tokenizer's index (the code before this change), with the worker ahead, and with the
+    worker ahead and the index a first search leaves in the cache dir."""
+    import shutil
+
+    docs = work / "tiny-docs"
+    shutil.copytree(source, docs)
+    job_run(docs, work / "tiny-base", model, prewarm=True)
+    variants = {"before": (False, False), "ahead": (True, False), "ahead+index": (True, True)}
+    for name, (_, index) in variants.items():
+        shutil.copytree(work / "tiny-base", work / f"tiny-{name}")
+        if index:
+            tokenizer = model / "sentencepiece.bpe.model"
+            semantic_worker.QueryTokenizer.open(tokenizer, work / f"tiny-{name}" / "cache")
+    runs: dict[str, list[JobRun]] = {name: [] for name in variants}
+    names = list(variants)
+    for n in range(rounds):
+        (docs / f"tiny-edit-{n}.md").write_text(EDIT_TEXT.format(n=n), encoding="utf-8")
+        for name in names[n % 3 :] + names[: n % 3]:
+            prewarm = variants[name][0]
+            runs[name].append(job_run(docs, work / f"tiny-{name}", model, prewarm=prewarm))
+    wins = sum(a.phase_s <= b.phase_s for a, b in zip(runs["ahead"], runs["before"], strict=True))
+    print(
+        f"TINY {source.name}: one new file per round ({runs['before'][0].embedded} texts), "
+        f"{rounds} rounds, medians: "
+        + "; ".join(
+            f"{name}: phase {statistics.median(r.phase_s for r in rs):.2f} s, job "
+            f"{statistics.median(r.job_s for r in rs):.2f} s, "
+            f"{statistics.median(r.cpu_s for r in rs):.2f} CPU s"
+            for name, rs in runs.items()
+        )
+        + f"; ahead's phase <= before's in {wins}/{rounds} rounds; {load_average()}"
+    )
+
+
 def insert_random_generation(
     conn: sqlite3.Connection, fingerprint: str, model_name: str, dim: int, vectors: int
 ) -> int:
@@ -541,6 +581,7 @@ def main() -> None:
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=7)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6, help="--only tiny: edits synced")
     parser.add_argument("--only", default="throughput,cold,warm")
     parser.add_argument(
         "--from-index",
@@ -565,6 +606,10 @@ def main() -> None:
             if args.docs is None:
                 parser.error("--only user needs --docs DIR")
             bench_user_view(args.model_dir, args.threads, args.runs, work, args.docs)
+        if "tiny" in modes:
+            if args.docs is None:
+                parser.error("--only tiny needs --docs DIR")
+            bench_tiny(args.model_dir, args.rounds, work, args.docs)
         if modes & {"cold", "warm"}:
             bench_queries(args.model_dir, args.threads, args.vectors, args.queries, work, modes)
     print(f"at the end: {load_average()}")
