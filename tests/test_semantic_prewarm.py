@@ -84,17 +84,26 @@ def detached_sync(config: Config) -> JobView:
     return rag_service.wait_for_job(config, view.job_id, timeout_s=WAIT_S)
 
 
-def semantic_children() -> list[int]:
-    """semantic_worker.py processes this test process started (found through /proc)."""
+def semantic_children(ignore: frozenset[int] = frozenset()) -> list[int]:
+    """Build workers (semantic_worker.py --preload-passages) this test process started, found
+    through /proc; `ignore` leaves out those an earlier test left (none should be)."""
     found = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
         for pid in (task / "children").read_text().split():
             try:
-                if b"semantic_worker.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                    found.append(int(pid))
+                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except FileNotFoundError:
                 continue
+            if any(a.endswith(b"semantic_worker.py") for a in args) and (
+                b"--preload-passages" in args and alive(int(pid)) and int(pid) not in ignore
+            ):
+                found.append(int(pid))
     return found
+
+
+@pytest.fixture
+def earlier_workers() -> frozenset[int]:
+    return frozenset(semantic_children())
 
 
 def vector_and_chunk_counts(config: Config) -> tuple[int, int]:
@@ -165,23 +174,24 @@ def test_vectors_behind_the_chunks_start_the_worker_with_the_job(
 
 
 def test_cancel_in_the_lexical_phase_ends_the_worker_started_ahead(
-    semantic_config: Config, knowledge: Path
+    semantic_config: Config, knowledge: Path, earlier_workers: frozenset[int]
 ) -> None:
     write_corpus(knowledge, 3000)
     seen: list[tuple[str, list[int]]] = []
 
     def cancel_once(view: JobView) -> None:
-        children = semantic_children()
+        children = semantic_children(earlier_workers)
         if view.state == "running" and children and not seen:
             seen.append((view.phase, children))
             rag_service.cancel_sync(semantic_config, view.job_id)
 
     # In this process, which lives on after the job: the job itself must end its worker.
     view = rag_service.sync_kb_blocking(semantic_config, on_progress=cancel_once)
-    assert view.state == "cancelled"
+    assert view.state == "cancelled", (view.state, view.message, seen)
+    assert len(seen) == 1 and len(seen[0][1]) == 1, seen
     [(phase, [pid])] = seen
     assert phase in ("prepare", "files")  # cancelled while the lexical phase ran
-    assert semantic_children() == [] and not alive(pid)
+    assert semantic_children(earlier_workers) == [] and not alive(pid)
     assert not any(m.startswith("model ready") for _, m in worker_lines(semantic_config))
 
 
@@ -200,25 +210,28 @@ def test_a_killed_sync_worker_takes_the_worker_started_ahead_with_it(
 
 
 def test_a_failing_job_ends_the_worker_started_ahead(
-    semantic_config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
+    semantic_config: Config,
+    knowledge: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    earlier_workers: frozenset[int],
 ) -> None:
     write_notes(knowledge)
     running: list[list[int]] = []
 
     def fail(*_args: object) -> None:
-        running.append(semantic_children())
+        running.append(semantic_children(earlier_workers))
         raise RuntimeError("the disk went away")
 
     monkeypatch.setattr(sync_job_worker.JobReporter, "on_file_done", fail)
     view = rag_service.sync_kb_blocking(semantic_config)  # in this process: its children
     assert view.state == "failed" and "the disk went away" in (view.message or "")
     assert len(running) == 1 and len(running[0]) == 1  # the worker ran while the file was read
-    assert semantic_children() == []
+    assert semantic_children(earlier_workers) == []
     assert not alive(running[0][0])
 
 
 def test_a_worker_started_ahead_that_died_is_replaced_by_the_build(
-    tmp_path: Path, real_model: Path
+    tmp_path: Path, real_model: Path, earlier_workers: frozenset[int]
 ) -> None:
     conn = rag_db.open_index(tmp_path / "index.sqlite3")
     add_document(conn, "a.md", real_sentences(5)[:12])
@@ -233,7 +246,7 @@ def test_a_worker_started_ahead_that_died_is_replaced_by_the_build(
     )
     assert (result.status, result.embedded) == ("built", 12)
     prewarm.close()
-    assert semantic_children() == []
+    assert semantic_children(earlier_workers) == []
     conn.close()
 
 
