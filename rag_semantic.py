@@ -47,6 +47,7 @@ from rag_semantic_client import (
 if TYPE_CHECKING:
     from helpers.semantic.fetch import FetchResult
     from rag_config import Config
+    from rag_semantic_prewarm import WorkerPrewarm
 
 __all__ = [
     "BuildResult",
@@ -202,12 +203,14 @@ def build_generation(
     should_cancel: Callable[[], bool] | None = None,
     threads: int = DEFAULT_THREADS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    prewarm: WorkerPrewarm | None = None,
 ) -> BuildResult:
     """Embed the current chunks into a new generation and publish it; see the module docstring.
 
     Vectors of unchanged texts (same 16-byte text hash, same model fingerprint) are copied from
     the newest ready generation, so only new or changed texts reach the model. `progress(done,
     total)` counts texts to embed. One build at a time per index (the sync lock guarantees it).
+    A started `prewarm` worker of the same model is used (and closed) instead of a new one.
     Raises ModelError / SemanticError; the previous ready generation survives any failure.
     """
     info = _model_info(model_dir, cache_dir)
@@ -239,10 +242,18 @@ def build_generation(
             (info.fingerprint, info.name, info.dim, time.time()),
         ).lastrowid
     assert generation is not None
-    # Spawned by its first request: a build that reuses every vector loads no model.
-    worker = SemanticWorker(
-        info.model_dir, log_path=log_path, cache_dir=cache_dir, threads=threads, timeout_s=timeout_s
-    )
+    # Spawned by its first request (a build that reuses every vector loads no model), unless
+    # the sync spawned it ahead and it has loaded while the lexical phase ran.
+    worker = prewarm.take(info.model_dir, threads, timeout_s) if prewarm else None
+    if worker is None:
+        worker = SemanticWorker(
+            info.model_dir,
+            log_path=log_path,
+            cache_dir=cache_dir,
+            threads=threads,
+            timeout_s=timeout_s,
+            preload_passages=True,
+        )
     requests = [
         pending[at : at + EMBED_REQUEST_TEXTS] for at in range(0, len(pending), EMBED_REQUEST_TEXTS)
     ]
@@ -411,13 +422,17 @@ def sync_phase(
     *,
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool | None] | None = None,
+    prewarm: WorkerPrewarm | None = None,
 ) -> BuildResult | None:
     """The sync job's semantic step: build when enabled and available, else log why and skip.
 
     `should_cancel` may also raise (the job's own cancel exception): the partial generation is
     discarded and the exception propagates. Build failures raise SemanticError / ModelError.
+    `prewarm` (from `prewarm_for_sync`) is the worker spawned ahead; the caller closes it.
     """
     cache_dir = config.data_dir / CACHE_SUBDIR
+    if prewarm is not None:
+        prewarm.wait_for_hashes()
     availability = check_availability(
         config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
     )
@@ -431,6 +446,7 @@ def sync_phase(
         log_path=config.logs_dir / WORKER_LOG,
         progress=progress,
         should_cancel=(lambda: bool(should_cancel())) if should_cancel else None,
+        prewarm=prewarm,
     )
 
 

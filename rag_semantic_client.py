@@ -84,6 +84,7 @@ class SemanticWorker:
         threads: int = DEFAULT_THREADS,
         idle_seconds: float | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        preload_passages: bool = False,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.log_path = Path(log_path)
@@ -91,6 +92,7 @@ class SemanticWorker:
         self.threads = threads
         self.idle_seconds = idle_seconds
         self.timeout_s = timeout_s
+        self.preload_passages = preload_passages  # a build worker: the tokenizer too
         self._proc: subprocess.Popen[bytes] | None = None
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         # Requests sent and not yet answered: a worker that dies with some in flight is a crash
@@ -115,6 +117,8 @@ class SemanticWorker:
             command += ["--cache-dir", str(self.cache_dir)]
         if self.idle_seconds:
             command += ["--idle-seconds", str(self.idle_seconds)]
+        if self.preload_passages:
+            command.append("--preload-passages")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor
         self._unanswered = 0

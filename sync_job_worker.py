@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import rag_db
 import rag_jobs
@@ -28,6 +29,9 @@ from rag_db import connect, open_index, write_transaction
 from rag_errors import RagError
 from rag_sync import RAGIGNORE_NAME, JobCancelled, extraction_tools, sync_excludes, sync_files
 from rag_sync_write import FileProgress
+
+if TYPE_CHECKING:
+    from rag_semantic_prewarm import WorkerPrewarm
 
 HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
 # Share of a multi-page file's progress its pages stand for; writing its rows is the rest (in
@@ -292,6 +296,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
+    prewarm = _semantic_prewarm(conn, config)
     try:
         # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
         # in batches: the worker owns the rest, a budget at a time with a cancel check between.
@@ -306,20 +311,23 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
                 config.knowledge_dir,
                 scope,
                 ctx,
-                reporter,
+                prewarm.watch(reporter) if prewarm else reporter,
                 reporter.counts,
                 sandbox,
                 excludes if excludes else None,
             )
         reporter.check_cancel()
         reporter.on_phase("semantic")
-        message = _semantic_phase(conn, config, reporter)
+        message = _semantic_phase(conn, config, reporter, prewarm)
         state = "succeeded"
     except JobCancelled:
         state, message = "cancelled", "cancelled on request; documents indexed so far are kept"
     except Exception as exc:
         log.error("job %s failed: %s", job_id, traceback.format_exc())
         state, message = "failed", f"{type(exc).__name__}: {exc}"
+    finally:
+        if prewarm is not None:  # spawned ahead: never outlives the job, whatever happened
+            prewarm.close()
     reporter.stop()
     reporter.on_phase("done")
     reporter.flush(conn)
@@ -328,7 +336,22 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     return 0 if state != "failed" else 1
 
 
-def _semantic_phase(conn: sqlite3.Connection, config: Config, reporter: JobReporter) -> str | None:
+def _semantic_prewarm(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm | None:
+    """The semantic phase's worker, spawned ahead so its model loads during the lexical phase
+    (rag_semantic_prewarm); None when semantic search is off or no model is usable."""
+    if not config.semantic:
+        return None
+    import rag_semantic_prewarm
+
+    return rag_semantic_prewarm.prewarm_for_sync(conn, config)
+
+
+def _semantic_phase(
+    conn: sqlite3.Connection,
+    config: Config,
+    reporter: JobReporter,
+    prewarm: WorkerPrewarm | None = None,
+) -> str | None:
     """Build vectors for new/changed chunks when semantic search is enabled and available.
 
     A failed build never fails the job: the lexical index is complete and searchable, the
@@ -340,7 +363,11 @@ def _semantic_phase(conn: sqlite3.Connection, config: Config, reporter: JobRepor
 
     try:
         rag_semantic.sync_phase(
-            conn, config, progress=reporter.on_semantic, should_cancel=reporter.check_cancel
+            conn,
+            config,
+            progress=reporter.on_semantic,
+            should_cancel=reporter.check_cancel,
+            prewarm=prewarm,
         )
     except RagError as exc:  # the model, the worker or the vector store
         message = f"semantic index not updated: {exc}"

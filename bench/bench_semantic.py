@@ -12,6 +12,10 @@
    the worker's own split (load, embed, scan) read from its log.
 3. Warm query latency: the same through a worker kept alive (--idle-seconds).
 4. Peak RSS (VmHWM) of the worker in each role.
+5. (--only user --docs DIR) The semantic phase as a user sees it: real sync jobs of a copy of
+   DIR, timed from the end of the lexical phase, with the worker started ahead and without,
+   beside the bare session and build_generation alone; then one new small file (a tiny phase).
+6. (--only tiny --docs DIR) That tiny phase of one edit, many rounds, before / after.
 
 Every timing is repeated (--runs, --queries) and reported as best and median beside the load
 average: the target machines have 2 cores shared with other work.
@@ -19,6 +23,8 @@ average: the target machines have 2 cores shared with other work.
     python bench/bench_semantic.py [--model-dir DIR] [--threads 2] [--chunks 512]
                                    [--vectors 100000] [--queries 7] [--runs 3]
                                    [--only throughput,cold,warm] [--from-index DB]
+    python bench/bench_semantic.py --only user --docs DIR [--runs 3]
+    python bench/bench_semantic.py --only tiny --docs DIR [--rounds 6]
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -273,6 +280,190 @@ def bench_throughput(
     )
 
 
+@dataclass(frozen=True)
+class JobRun:
+    """One real sync job, with the semantic phase as the user sees it."""
+
+    job_s: float  # the whole job, wall
+    lexical_s: float  # job start to the end of the lexical phase
+    phase_s: float  # end of the lexical phase to the end of the semantic build
+    embedded: int
+    cpu_s: float  # this process + its children (extraction child, semantic worker)
+
+
+def job_run(docs: Path, data: Path, model: Path, *, prewarm: bool) -> JobRun:
+    """A real sync job of `docs` (sync_job_worker.run_job through rag_service.sync_kb_blocking,
+    in this process). The phase clock starts when the job enters rag_semantic.sync_phase,
+    i.e. when the lexical phase has ended, and stops when the build returns. `prewarm=False`
+    runs the job without the worker started ahead (the code before it: spawn at phase start)."""
+    import rag_service
+    import sync_job_worker
+    from rag_config import Config
+
+    config = Config(
+        knowledge_dir=docs.resolve(),
+        data_dir=data.resolve(),
+        db_path=(data / "index.sqlite3").resolve(),
+        semantic=True,
+        semantic_model_dir=model,
+    )
+    marks: dict[str, object] = {}
+    original_phase, original_prewarm = rag_semantic.sync_phase, sync_job_worker._semantic_prewarm
+
+    def timed_phase(*args: object, **kwargs: object) -> object:
+        marks["lexical_end"] = time.perf_counter()
+        result = original_phase(*args, **kwargs)  # type: ignore[arg-type]
+        marks["end"], marks["result"] = time.perf_counter(), result
+        return result
+
+    rag_semantic.sync_phase = timed_phase  # type: ignore[assignment]
+    if not prewarm:
+        sync_job_worker._semantic_prewarm = lambda _conn, _config: None  # type: ignore[assignment]
+    try:
+        t0, c0 = time.perf_counter(), os.times()
+        view = rag_service.sync_kb_blocking(config)
+        t1, c1 = time.perf_counter(), os.times()
+    finally:
+        rag_semantic.sync_phase = original_phase
+        sync_job_worker._semantic_prewarm = original_prewarm
+    assert view.state == "succeeded", view.message
+    result = marks["result"]
+    assert isinstance(result, rag_semantic.BuildResult), result
+    lexical_end, end = float(marks["lexical_end"]), float(marks["end"])  # type: ignore[arg-type]
+    return JobRun(
+        t1 - t0, lexical_end - t0, end - lexical_end, result.embedded, sum(c1[:4]) - sum(c0[:4])
+    )
+
+
+EDIT_TEXT = (
+    "# Bench edit {n}\n\nA note added between two syncs: the release checklist now asks for a "
+    "signed changelog.\n\n## Rollback\n\nKeep the previous build for a week in case run {n} "
+    "must be undone.\n"
+)
+
+
+def bench_user_view(model: Path, threads: int, runs: int, work: Path, source: Path) -> None:
+    """The semantic phase as a user sees it, beside the bare session and today's figure.
+
+    Each run, on a copy of `source`: a fresh sync job with the worker started ahead and one
+    without it (order alternated), the bare onnxruntime session over the texts those jobs
+    embed, build_generation alone on a copy of the synced index without its vectors (today's
+    figure: spawn and load inside the clock), then one new small file synced by both (the tiny
+    phase of a single edit, 1-10 texts)."""
+    import shutil
+
+    rows: dict[str, list[JobRun]] = {}
+    bare: list[float] = []
+    builds: list[float] = []
+    texts: list[str] = []
+    for run in range(runs):
+        docs = work / f"docs{run}"
+        shutil.copytree(source, docs)
+        order = [True, False] if run % 2 == 0 else [False, True]
+        for prewarm in order:
+            data = work / f"data{run}-{'pre' if prewarm else 'cold'}"
+            rows.setdefault(f"full {prewarm}", []).append(
+                job_run(docs, data, model, prewarm=prewarm)
+            )
+        db = work / f"data{run}-pre" / "index.sqlite3"
+        if not texts:
+            texts = index_texts(db, 10**9)
+        bare.extend(bare_session_rate(model, texts, threads, 1))
+        build_db = fresh_build_index(work, run, texts, db)
+        conn = rag_db.connect(build_db)
+        t0 = time.perf_counter()
+        built = rag_semantic.build_generation(
+            conn, model, cache_dir=work / "cache", log_path=work / "worker.log", threads=threads
+        )
+        builds.append(built.embedded / (time.perf_counter() - t0))
+        conn.close()
+        (docs / f"bench-edit-{run}.md").write_text(EDIT_TEXT.format(n=run), encoding="utf-8")
+        for prewarm in order:
+            data = work / f"data{run}-{'pre' if prewarm else 'cold'}"
+            rows.setdefault(f"edit {prewarm}", []).append(
+                job_run(docs, data, model, prewarm=prewarm)
+            )
+        full_pre, full_cold = rows["full True"][-1], rows["full False"][-1]
+        edit_pre, edit_cold = rows["edit True"][-1], rows["edit False"][-1]
+        print(
+            f"  run {run + 1}: bare {bare[-1]:.1f} texts/s; phase as the user sees it "
+            f"{full_pre.embedded / full_pre.phase_s:.1f} texts/s with the worker started ahead "
+            f"({full_pre.phase_s:.2f} s), {full_cold.embedded / full_cold.phase_s:.1f} without "
+            f"({full_cold.phase_s:.2f} s); build_generation alone {builds[-1]:.1f}; one new file "
+            f"({edit_pre.embedded} texts): phase {edit_pre.phase_s:.2f} s ahead / "
+            f"{edit_cold.phase_s:.2f} s without, job {edit_pre.job_s:.2f} / "
+            f"{edit_cold.job_s:.2f} s; {load_average()}"
+        )
+
+    def med(key: str, value: str) -> float:
+        return statistics.median(getattr(r, value) for r in rows[key])
+
+    def rate_ratio(key: str) -> float:
+        return statistics.median(
+            r.embedded / r.phase_s / b for r, b in zip(rows[key], bare, strict=True)
+        )
+
+    count = rows["full True"][0].embedded
+    print(
+        f"USER VIEW {source.name}: {count} texts embedded by a fresh sync, {runs} runs (medians):"
+        f"\n  phase from the end of the lexical phase: with the worker started ahead "
+        f"{count / med('full True', 'phase_s'):.1f} texts/s ({med('full True', 'phase_s'):.2f} s)"
+        f", without {count / med('full False', 'phase_s'):.1f} texts/s "
+        f"({med('full False', 'phase_s'):.2f} s); bare session {statistics.median(bare):.1f} "
+        f"texts/s; build_generation alone (today's figure) {statistics.median(builds):.1f} "
+        f"texts/s\n  RATIO to bare (median of runs): ahead {rate_ratio('full True'):.2f}, "
+        f"without {rate_ratio('full False'):.2f}, build_generation alone "
+        f"{statistics.median(b / r for b, r in zip(builds, bare, strict=True)):.2f}"
+        f"\n  whole job: ahead {med('full True', 'job_s'):.2f} s (lexical "
+        f"{med('full True', 'lexical_s'):.2f} s, {med('full True', 'cpu_s'):.2f} CPU s), without "
+        f"{med('full False', 'job_s'):.2f} s (lexical {med('full False', 'lexical_s'):.2f} s, "
+        f"{med('full False', 'cpu_s'):.2f} CPU s)"
+        f"\n  one new file ({rows['edit True'][0].embedded} texts): phase ahead "
+        f"{med('edit True', 'phase_s'):.2f} s, without {med('edit False', 'phase_s'):.2f} s; job "
+        f"ahead {med('edit True', 'job_s'):.2f} s ({med('edit True', 'cpu_s'):.2f} CPU s), "
+        f"without {med('edit False', 'job_s'):.2f} s ({med('edit False', 'cpu_s'):.2f} CPU s); "
+        f"{load_average()}"
+    )
+
+
+def bench_tiny(model: Path, rounds: int, work: Path, source: Path) -> None:
+    """The tiny phase of one edit (1-10 texts), many times: one full sync of a copy of
+    `source`, copied to three data dirs; then each round adds one small file and syncs all
+    three, in rotating order: without the worker started ahead and without the query
+    tokenizer's index (the code before this change), with the worker ahead, and with the
+    worker ahead and the index a first search leaves in the cache dir."""
+    import shutil
+
+    docs = work / "tiny-docs"
+    shutil.copytree(source, docs)
+    job_run(docs, work / "tiny-base", model, prewarm=True)
+    variants = {"before": (False, False), "ahead": (True, False), "ahead+index": (True, True)}
+    for name, (_, index) in variants.items():
+        shutil.copytree(work / "tiny-base", work / f"tiny-{name}")
+        if index:
+            tokenizer = model / "sentencepiece.bpe.model"
+            semantic_worker.QueryTokenizer.open(tokenizer, work / f"tiny-{name}" / "cache")
+    runs: dict[str, list[JobRun]] = {name: [] for name in variants}
+    names = list(variants)
+    for n in range(rounds):
+        (docs / f"tiny-edit-{n}.md").write_text(EDIT_TEXT.format(n=n), encoding="utf-8")
+        for name in names[n % 3 :] + names[: n % 3]:
+            prewarm = variants[name][0]
+            runs[name].append(job_run(docs, work / f"tiny-{name}", model, prewarm=prewarm))
+    wins = sum(a.phase_s <= b.phase_s for a, b in zip(runs["ahead"], runs["before"], strict=True))
+    print(
+        f"TINY {source.name}: one new file per round ({runs['before'][0].embedded} texts), "
+        f"{rounds} rounds, medians: "
+        + "; ".join(
+            f"{name}: phase {statistics.median(r.phase_s for r in rs):.2f} s, job "
+            f"{statistics.median(r.job_s for r in rs):.2f} s, "
+            f"{statistics.median(r.cpu_s for r in rs):.2f} CPU s"
+            for name, rs in runs.items()
+        )
+        + f"; ahead's phase <= before's in {wins}/{rounds} rounds; {load_average()}"
+    )
+
+
 def insert_random_generation(
     conn: sqlite3.Connection, fingerprint: str, model_name: str, dim: int, vectors: int
 ) -> int:
@@ -390,11 +581,17 @@ def main() -> None:
     parser.add_argument("--vectors", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=7)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=6, help="--only tiny: edits synced")
     parser.add_argument("--only", default="throughput,cold,warm")
     parser.add_argument(
         "--from-index",
         type=Path,
         help="embed the child texts of this synced index.sqlite3 instead of ~100-token ones",
+    )
+    parser.add_argument(
+        "--docs",
+        type=Path,
+        help="--only user: the folder a real sync job indexes (copied; never written)",
     )
     args = parser.parse_args()
     modes = set(args.only.split(","))
@@ -405,6 +602,14 @@ def main() -> None:
             bench_throughput(
                 args.model_dir, args.threads, args.chunks, args.runs, work, args.from_index
             )
+        if "user" in modes:
+            if args.docs is None:
+                parser.error("--only user needs --docs DIR")
+            bench_user_view(args.model_dir, args.threads, args.runs, work, args.docs)
+        if "tiny" in modes:
+            if args.docs is None:
+                parser.error("--only tiny needs --docs DIR")
+            bench_tiny(args.model_dir, args.rounds, work, args.docs)
         if modes & {"cold", "warm"}:
             bench_queries(args.model_dir, args.threads, args.vectors, args.queries, work, modes)
     print(f"at the end: {load_average()}")
