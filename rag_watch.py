@@ -164,6 +164,13 @@ class FolderWatcher:
             if self._stop.is_set():
                 return
             self._take(changes)
+            if (watchfiles.Change.deleted, str(self.root)) in changes:
+                # Removed and made again at once: the new folder often gets the old inode
+                # number, so its identity matches while this watch still follows the deleted one
+                # and would miss every later change (seen in tests/test_watch.py).
+                log.info("%s was removed: watching it anew", self.root)
+                self._note_full()
+                return
             if _identity(self.root) != ident:
                 log.info("%s was renamed or removed: waiting for it to come back", self.root)
                 return

@@ -143,6 +143,20 @@ def test_the_folder_renamed_away_and_recreated(watching: rag_watch.FolderWatcher
     assert wait_for(lambda: paths_found(config, "uniform victor") == {"again.md"})  # still watched
 
 
+def test_the_folder_removed_and_made_again_at_once_is_still_watched(
+    watching: rag_watch.FolderWatcher, config: Config
+):
+    """The new folder usually gets the deleted one's inode number, so it looks like the same
+    folder: the watcher must notice the removal itself, or it keeps following the dead watch."""
+    root = config.knowledge_dir
+    shutil.rmtree(root)
+    root.mkdir()
+    write_earlier(root / "again.md", "# Again\n\nyankee zulu\n")
+    assert wait_for(lambda: paths_found(config, "yankee zulu") == {"again.md"})
+    (root / "later.md").write_text("# Later\n\nalpha bravo charlie\n", encoding="utf-8")
+    assert wait_for(lambda: paths_found(config, "alpha bravo charlie") == {"later.md"})
+
+
 def test_changes_during_a_running_sync_queue_exactly_one_follow_up(config: Config, knowledge: Path):
     write_corpus(knowledge, 1500)
     watcher, thread = start(config)
