@@ -163,10 +163,18 @@ def test_changes_during_a_running_sync_queue_exactly_one_follow_up(config: Confi
     try:
         assert wait_for(lambda: len(watcher.syncs_started) == 1)
         first_job = watcher.syncs_started[0][0]
-        for i in range(3):  # three separate changes, each followed by a quiet period
-            (knowledge / f"late-{i}.md").write_text(f"# L\n\nwhiskey xray {i}\n", encoding="utf-8")
-            time.sleep(TEST_QUIET_S * 2)
-        assert rag_service.sync_status(config, first_job).state in ("queued", "running")
+        assert wait_for(lambda: rag_service.sync_status(config, first_job).state == "running")
+        # Hold the index's write lock so the job is surely still running while the changes come
+        # (a fast machine syncs the 1,500 files in about a second; WAL readers go on meanwhile).
+        with closing(sqlite3.connect(config.db_path, timeout=30)) as lock:
+            lock.execute("BEGIN IMMEDIATE")
+            assert rag_service.sync_status(config, first_job).state == "running"
+            for i in range(3):  # three separate changes, each followed by a quiet period
+                late = knowledge / f"late-{i}.md"
+                late.write_text(f"# L\n\nwhiskey xray {i}\n", encoding="utf-8")
+                time.sleep(TEST_QUIET_S * 2)
+            assert rag_service.sync_status(config, first_job).state in ("queued", "running")
+            lock.rollback()
         assert wait_for(lambda: len(paths_found(config, "whiskey xray")) == 3, 180)
         assert wait_for(lambda: idle(config, watcher), 180)
         assert len(watcher.syncs_started) == 2  # the initial sync and ONE follow-up
