@@ -80,15 +80,20 @@ def test_changed_removed_and_touched_files_are_detected(config: Config, knowledg
     index_is_consistent(config.db_path)
 
 
-def test_cancel_mid_sync_keeps_committed_documents_searchable(config: Config, knowledge: Path):
-    write_corpus(knowledge, 1200)
+def test_cancel_mid_sync_keeps_committed_documents_searchable(
+    config: Config, knowledge: Path, tmp_path: Path
+):
+    # A corpus this machine needs several seconds for: with grouped writes a fixed 1,200 files
+    # could all be written before the cancel arrives.
+    count = max(1200, _files_for_seconds(tmp_path, CANCEL_CORPUS_SECONDS))
+    write_corpus(knowledge, count)
     job = rag_service.start_sync(config)
     wait_until(lambda: rag_service.sync_status(config, job.job_id).completed_files >= 100)
     cancelled = rag_service.cancel_sync(config, job.job_id)
     assert cancelled.state in ("cancelling", "cancelled")
     final = rag_service.wait_for_job(config, job.job_id, timeout_s=60)
     assert final.state == "cancelled", final.to_dict()
-    assert 0 < final.counts["added"] < 1200
+    assert 0 < final.counts["added"] < count
     index_is_consistent(config.db_path)
     conn = connect(config.db_path)
     indexed = [r[0] for r in conn.execute("SELECT path FROM documents")]
@@ -99,8 +104,10 @@ def test_cancel_mid_sync_keeps_committed_documents_searchable(config: Config, kn
     resumed = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
     assert resumed.state == "succeeded"
     assert resumed.counts["unchanged"] == final.counts["added"]
-    assert resumed.counts["added"] == 1200 - final.counts["added"]
+    assert resumed.counts["added"] == count - final.counts["added"]
 
+
+CANCEL_CORPUS_SECONDS = 6  # the cancel comes after 100 files: the rest is most of the job
 
 # The worker publishes progress once a second: a files phase this many seconds long shows at
 # least 3 values with room to spare on a loaded machine.
