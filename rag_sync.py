@@ -49,6 +49,12 @@ from helpers.storage_codec import section_text
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import write_transaction
+from rag_sync_discard import (
+    discard_staging,
+    mark_purge_pending,
+    purge_pending,
+    purge_removed_text,
+)
 from rag_sync_group import WriteGroup, remove_documents
 from rag_sync_write import (
     STAGING_PATH_PREFIX,
@@ -56,12 +62,8 @@ from rag_sync_write import (
     DocumentContent,
     FileProgress,
     JobCancelled,
-    discard_staging,
     immediate_cancel_check,
-    mark_purge_pending,
     page_list,
-    purge_pending,
-    purge_removed_text,
     remove_document,
     report_file_progress,
     stop_on_cancel,
