@@ -20,7 +20,8 @@ from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_i
 from helpers.secrets import DETECTOR_VERSION
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
-from rag_db import schema_version, trigram_backfill_left
+from rag_db import schema_version
+from rag_db_backfill import trigram_backfill_left
 from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
 from rag_results import DISK, HEALTH, LAST_JOB
 from rag_storage import (

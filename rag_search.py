@@ -103,10 +103,10 @@ HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
 SEMANTIC_CHILD_SHARE = 0.05
 SEMANTIC_CHILD_COUNT = 2
 # Semantic candidates handed to fusion: the first 100 distinct child texts of the worker's list
-# (rag_semantic.SEMANTIC_DEPTH = 400 fetched), with every byte-identical copy of them. Copies share
-# one vector and tie; counted apart, manru's four-name man pages filled the list four times over
-# and cut its reach to ~30 pages (hybrid MRR@10 0.693 -> 0.711, Recall@8 0.921 -> 0.954; sets
-# without copies unchanged, bench/RESULTS.md "manru: copies, scales and names"). The list is
+# (rag_semantic_candidates.SEMANTIC_DEPTH = 400 fetched), with every byte-identical copy of them.
+# Copies share one vector and tie; counted apart, manru's four-name man pages filled the list four
+# times over and cut its reach to ~30 pages (hybrid MRR@10 0.693 -> 0.711, Recall@8 0.921 -> 0.954;
+# sets without copies unchanged, bench/RESULTS.md "manru: copies, scales and names"). The list is
 # not cut again at the lexical CHANNEL_DEPTH: that would drop copies (0.711 -> 0.703).
 SEMANTIC_DISTINCT = 100
 

@@ -277,13 +277,14 @@ def _semantic_candidates(
     if light["state"] != "ready":
         return None, f"semantic search {light['state']}: {light['hint']}"
     import rag_semantic
+    import rag_semantic_candidates
 
     # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
     log_path = config.logs_dir / "semantic-query.log"
     if read_only_reason(config):
         log_path = Path(os.devnull)
     try:
-        hits = rag_semantic.query_candidates(
+        hits = rag_semantic_candidates.query_candidates(
             config, conn, query, light["model_dir"], filters, log_path
         )
     except rag_semantic.NotReadyError as exc:

@@ -19,14 +19,13 @@ from rag_config import Config, config_problems
 from rag_db import (
     READABLE_FROM_VERSION,
     SCHEMA_VERSION,
-    backfill_trigram,
     closed_on_error,
     connect,
     connect_read_only,
     migrate,
     schema_version,
-    trigram_backfill_pending,
 )
+from rag_db_backfill import backfill_trigram, trigram_backfill_pending
 from rag_errors import (
     ConfigError,
     IndexMissing,

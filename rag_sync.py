@@ -13,7 +13,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -24,7 +24,6 @@ from helpers.extract.blocks import (
     ExtractContext,
     ExtractionError,
     ExtractLimits,
-    file_too_large,
 )
 from helpers.extract.document import read_document
 from helpers.extract.failures import extraction_failure
@@ -34,10 +33,8 @@ from helpers.safety import (
     FileEntry,
     FileReplaced,
     SkippedEntry,
-    in_scope,
     open_verified,
     still_same_file,
-    walk_files,
 )
 from helpers.secrets import (
     DETECTOR_VERSION,
@@ -49,19 +46,21 @@ from helpers.storage_codec import section_text
 from helpers.text.chunking import CHUNK_SCHEME
 from rag_config import Config
 from rag_db import write_transaction
+from rag_sync_discard import (
+    discard_staging,
+    mark_purge_pending,
+    purge_pending,
+    purge_removed_text,
+)
 from rag_sync_group import WriteGroup, remove_documents
+from rag_sync_plan import ExistingDoc, plan_sync, too_large_skip
 from rag_sync_write import (
-    STAGING_PATH_PREFIX,
     TRUNCATED_NOTE,
     DocumentContent,
     FileProgress,
     JobCancelled,
-    discard_staging,
     immediate_cancel_check,
-    mark_purge_pending,
     page_list,
-    purge_pending,
-    purge_removed_text,
     remove_document,
     report_file_progress,
     stop_on_cancel,
@@ -125,93 +124,6 @@ class SyncObserver(Protocol):
 
     # Optional: `on_file_progress(rel_path, size, FileProgress)` is called, when the observer has
     # it, with the pages read (PDF, TIFF) and the chunk rows of a staged write.
-
-
-@dataclass(frozen=True)
-class ExistingDoc:
-    id: int
-    size: int
-    mtime_ns: int
-    sha256: str
-    chunk_scheme: int
-    status: str
-    detector_version: int = DETECTOR_VERSION  # helpers.secrets version its text was read with
-
-
-@dataclass
-class SyncPlan:
-    candidates: list[FileEntry] = field(default_factory=list)  # new, changed or stale
-    unchanged: int = 0
-    skipped: list[SkippedEntry] = field(default_factory=list)
-    removed: list[tuple[int, str]] = field(default_factory=list)  # (document id, path)
-    existing: dict[str, ExistingDoc] = field(default_factory=dict)
-
-
-def plan_sync(
-    conn: sqlite3.Connection,
-    knowledge_dir: Path,
-    scope: str,
-    max_file_bytes: int | None = None,
-    excluded: Callable[[str, bool], bool] | None = None,
-) -> SyncPlan:
-    """Compare the folder with the index by size + mtime_ns (hashes only for what changed).
-    Files over `max_file_bytes` and `excluded` ones are skipped: their old rows go."""
-    plan = SyncPlan()
-    for row in conn.execute(
-        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
-        "FROM documents"
-    ):
-        if row["path"].startswith(STAGING_PATH_PREFIX):
-            continue  # a staged or retired copy, never a file (discarded by sync_files)
-        if in_scope(row["path"], scope):
-            plan.existing[row["path"]] = ExistingDoc(
-                row["id"],
-                row["size"],
-                row["mtime_ns"],
-                row["sha256"],
-                row["chunk_scheme"],
-                row["status"],
-                row["detector_version"],
-            )
-    seen: set[str] = set()
-    for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
-        if isinstance(entry, SkippedEntry):
-            plan.skipped.append(entry)
-            continue
-        if max_file_bytes is not None and entry.size > max_file_bytes:
-            plan.skipped.append(_too_large(entry, max_file_bytes))
-            continue
-        seen.add(entry.rel_path)
-        old = plan.existing.get(entry.rel_path)
-        if (
-            old is not None
-            and old.size == entry.size
-            and old.mtime_ns == entry.mtime_ns
-            and old.chunk_scheme == CHUNK_SCHEME
-            and old.status == "indexed"
-            and old.detector_version == DETECTOR_VERSION
-        ):
-            plan.unchanged += 1
-        else:
-            plan.candidates.append(entry)
-    # A folder or file that could not be read is not gone: keep what was indexed from it.
-    unreadable = [
-        "" if s.rel_path == "." else s.rel_path
-        for s in plan.skipped
-        if s.kind == SkipReason.UNREADABLE or (s.kind == SkipReason.SYMLINK and s.rel_path == scope)
-    ]
-    plan.removed = [
-        (doc.id, path)
-        for path, doc in plan.existing.items()
-        if path not in seen and not any(in_scope(path, u) for u in unreadable)
-    ]
-    return plan
-
-
-def _too_large(entry: FileEntry, max_file_bytes: int) -> SkippedEntry:
-    return SkippedEntry(
-        entry.rel_path, str(file_too_large(entry.size, max_file_bytes)), SkipReason.TOO_LARGE
-    )
 
 
 def record_skips(
@@ -425,7 +337,7 @@ def _sync_into(
 ) -> tuple[str, str | None]:
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:  # plan_sync skips these; a direct caller may not
-        raise FileSkipped(SkipReason.TOO_LARGE, _too_large(entry, limits.max_file_bytes).reason)
+        raise FileSkipped(SkipReason.TOO_LARGE, too_large_skip(entry, limits.max_file_bytes).reason)
     try:
         if isinstance(hashed, OSError):
             raise hashed

@@ -22,13 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from helpers.safety import FileEntry
+from rag_sync_discard import SQL_PARAMS, delete_rows_of
 from rag_sync_pacing import paced_write
 from rag_sync_write import (
     SINGLE_TRANSACTION_CHUNKS,
-    SQL_PARAMS,
     DocumentContent,
     WriteObserver,
-    delete_rows_of,
     insert_document,
     max_ids,
     record_failure,
@@ -159,7 +158,7 @@ class WriteGroup:
 
 def _write_items(conn: sqlite3.Connection, items: Sequence[_Item]) -> None:
     """Inside a write transaction: every item's rows, then the rows they replace deleted at
-    once (see rag_sync_write.delete_rows_of)."""
+    once (see rag_sync_discard.delete_rows_of)."""
     paths = [item.entry.rel_path for item in items if not isinstance(item, _Stat)]
     existing: dict[str, int] = {}
     for start in range(0, len(paths), SQL_PARAMS):

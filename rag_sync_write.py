@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from helpers.extract import registry as extractors
-from helpers.lexical.common import STAGING_PATH_PREFIX, hidden_document_ids
+from helpers.lexical.common import STAGING_PATH_PREFIX
 from helpers.safety import FileEntry
 from helpers.secrets import DETECTOR_VERSION
 from helpers.storage_codec import pack_child_location, pack_section_text
@@ -31,19 +31,17 @@ from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
 from rag_db import index_new_chunks, write_transaction
+from rag_sync_discard import delete_document_rows, discard_document
 from rag_sync_pacing import paced_write
 
 # Rows written (or deleted) per transaction: ~0.3-0.7 ms per chunk row with its FTS entries on
 # this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).
 SINGLE_TRANSACTION_CHUNKS = 2_000
 STAGE_BATCH_CHUNKS = 2_000
-DISCARD_BATCH_CHUNKS = 2_000
-DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
 # A cancelled staged write deletes its rows for this long at most, then leaves the rest invisible
 # for the next sync's discard_staging. Deleting them all kept a job "cancelling" for 8.7 s after a
 # cancel 63,000 rows into a 20 MB file's write (2.2 s with the budget, big_doc_lock.py).
 CANCEL_DISCARD_BUDGET_S = 2.0
-SQL_PARAMS = 500  # ids per IN (...) list, well under SQLite's 999 variables of old builds
 STAGING_STATUS = "staging"
 TRUNCATED_NOTE = "text truncated at the per-document character limit"
 
@@ -138,7 +136,7 @@ def write_document(
             ).fetchone()
             doc_id = row["id"] if row else None
             if doc_id is not None:
-                _delete_document_rows(conn, doc_id)
+                delete_document_rows(conn, doc_id)
             insert_document(conn, doc_id, entry, sha256, content)
         return
     _write_staged(conn, entry, sha256, content, observer)
@@ -288,86 +286,6 @@ def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> Non
         "UPDATE documents SET path = ?, status = ?, error = ? WHERE id = ?",
         (_staging_path(), STAGING_STATUS, f"{why}: {row['path']}", doc_id),
     )
-
-
-def discard_staging(conn: sqlite3.Connection, should_stop: Callable[[], bool] | None = None) -> int:
-    """Discard every staging row (left by a killed worker or a long cancel); returns how many
-    were removed."""
-    removed = 0
-    for doc_id in hidden_document_ids(conn):
-        if not discard_document(conn, doc_id, should_stop):
-            break
-        removed += 1
-    return removed
-
-
-def discard_document(
-    conn: sqlite3.Connection, doc_id: int, should_stop: Callable[[], bool] | None = None
-) -> bool:
-    """Delete a document and its rows in bounded transactions (the counts on its row stay
-    true after every commit); False when `should_stop` asked to stop first."""
-    while True:
-        if should_stop is not None and should_stop():
-            return False
-        with paced_write(conn):
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT id FROM chunks WHERE document_id = ? ORDER BY id LIMIT ?",
-                    (doc_id, DISCARD_BATCH_CHUNKS),
-                )
-            ]
-            if ids:
-                marks = ",".join("?" * len(ids))
-                conn.execute(f"DELETE FROM chunks WHERE id IN ({marks})", ids)
-                conn.execute(
-                    "UPDATE documents SET chunk_count = chunk_count - ? WHERE id = ?",
-                    (len(ids), doc_id),
-                )
-            else:
-                gone = conn.execute(
-                    "DELETE FROM sections WHERE id IN (SELECT id FROM sections "
-                    "WHERE document_id = ? ORDER BY id LIMIT ?)",
-                    (doc_id, DISCARD_BATCH_SECTIONS),
-                ).rowcount
-                if gone:
-                    conn.execute(
-                        "UPDATE documents SET section_count = section_count - ? WHERE id = ?",
-                        (gone, doc_id),
-                    )
-                else:
-                    conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
-                    return True
-
-
-def _delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
-    # The full-text rows leave with their chunks through triggers (migrations 2, 4 and 8).
-    conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
-    conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
-
-
-def delete_rows_of(
-    conn: sqlite3.Connection,
-    doc_ids: Sequence[int],
-    chunks_upto: int | None = None,
-    sections_upto: int | None = None,
-) -> None:
-    """Inside a write transaction: the chunks and sections of several documents (those with ids
-    up to `chunks_upto` / `sections_upto` when given: the rows a group's new ones replace),
-    chunks in one statement in id order. FTS5 writes its pending terms out as a new segment
-    whenever the row id goes down, so per-document deletes between a group's inserts cost a
-    segment each; this costs one."""
-    chunk_cap = "" if chunks_upto is None else f" AND id <= {int(chunks_upto)}"
-    section_cap = "" if sections_upto is None else f" AND id <= {int(sections_upto)}"
-    for start in range(0, len(doc_ids), SQL_PARAMS):
-        part = list(doc_ids[start : start + SQL_PARAMS])
-        marks = ",".join("?" * len(part))
-        conn.execute(
-            f"DELETE FROM chunks WHERE id IN (SELECT id FROM chunks WHERE document_id IN "
-            f"({marks}){chunk_cap} ORDER BY id)",
-            part,
-        )
-        conn.execute(f"DELETE FROM sections WHERE document_id IN ({marks}){section_cap}", part)
 
 
 def max_ids(conn: sqlite3.Connection) -> tuple[int, int]:
@@ -531,7 +449,7 @@ def write_failure(conn: sqlite3.Connection, entry: FileEntry, sha256: str, reaso
             _retire(conn, retired)
             row = None
         if row:
-            _delete_document_rows(conn, row["id"])
+            delete_document_rows(conn, row["id"])
         record_failure(conn, row["id"] if row else None, entry, sha256, reason)
     if retired is not None:
         discard_document(conn, retired)
@@ -601,37 +519,6 @@ def record_stat(
         )
 
 
-# FTS5 deletes only mark rows deleted: a removed row's terms stay in the older index segments
-# until they are merged. 'optimize' merges every segment into one without them (with
-# secure_delete, the freed pages are zeroed), and a TRUNCATE checkpoint empties the WAL.
-PURGED_FTS_TABLES = ("chunks_fts", "chunks_words", "chunks_ocr_fts", "chunks_cjk")
-PURGE_PENDING_KEY = "fts_purge_pending"  # meta row: a purge is owed (survives a cancel or kill)
-
-
-def mark_purge_pending(conn: sqlite3.Connection) -> None:
-    with write_transaction(conn):
-        conn.execute(
-            "INSERT INTO meta(key, value) VALUES (?, '1') "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (PURGE_PENDING_KEY,),
-        )
-
-
-def purge_pending(conn: sqlite3.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (PURGE_PENDING_KEY,)).fetchone()
-    return row is not None
-
-
-def purge_removed_text(conn: sqlite3.Connection) -> None:
-    """Rewrite the full-text indexes so that no deleted text survives in them; run after a sync
-    replaced documents whose older text held secrets (rare: costs one index rewrite)."""
-    with write_transaction(conn):
-        for table in PURGED_FTS_TABLES:
-            conn.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-        conn.execute("DELETE FROM meta WHERE key = ?", (PURGE_PENDING_KEY,))
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
 def remove_document(
     conn: sqlite3.Connection, doc_id: int, should_stop: Callable[[], bool] | None = None
 ) -> None:
@@ -645,7 +532,7 @@ def remove_document(
         if big:
             _retire(conn, doc_id, "removed")
         else:
-            _delete_document_rows(conn, doc_id)
+            delete_document_rows(conn, doc_id)
             conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))
     if big:
         discard_document(conn, doc_id, should_stop)

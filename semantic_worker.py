@@ -19,7 +19,6 @@ import argparse
 import base64
 import contextlib
 import importlib.util
-import json
 import logging
 import os
 import struct
@@ -29,14 +28,13 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
-from helpers.errors import RagError
 from helpers.semantic import vector_pack
 from helpers.semantic.batching import plan_batches
-from helpers.semantic.lines import LineReader, LineTooLong, OrderedReplies, answer
+from helpers.semantic.lines import LineReader
 from helpers.semantic.model import (
     FETCH_HINT,
     INSTALL_HINT,
@@ -44,6 +42,13 @@ from helpers.semantic.model import (
     ModelInfo,
     file_sha256,
     load_model_info,
+)
+from helpers.semantic.requests import (
+    RequestError,
+    request_kind,
+    request_texts,
+    search_args,
+    serve,
 )
 
 log = logging.getLogger("semantic_worker")
@@ -70,12 +75,6 @@ ALLOW_SPINNING = "0"
 SUBSET_INDEX = "spm-subset-v1-{sha}.npz"  # under --cache-dir, per tokenizer file content
 UNIGRAM, NORMAL_PIECE = 1, 1  # TrainerSpec.model_type and SentencePiece.Type values
 SUBSET_MAX_CHARS = 2000  # longer texts go to the full tokenizer (substrings grow as n x 16)
-
-
-class RequestError(RagError):
-    """A request line the worker cannot serve (bad JSON, unknown op, wrong model)."""
-
-    code = "bad_request"
 
 
 def check_runtime() -> None:
@@ -493,7 +492,7 @@ class Worker:
         if op == "embed":
             return self.submit_embed(request)()
         if op == "count_tokens":
-            texts, kind = _texts(request), _kind(request)
+            texts, kind = request_texts(request), request_kind(request)
             embedder = self.embedder()
             return {"ok": True, "tokens": [len(embedder.full_ids(t, kind)) for t in texts]}
         if op == "search":
@@ -502,7 +501,7 @@ class Worker:
 
     def submit_embed(self, request: dict[str, Any]) -> Callable[[], dict[str, Any]]:
         """The embed answer as a call that waits for the pool (serve writes it in order)."""
-        texts, kind = _texts(request), _kind(request)
+        texts, kind = request_texts(request), request_kind(request)
         finish = self.embedder().submit(texts, kind)
 
         def answer() -> dict[str, Any]:
@@ -533,13 +532,7 @@ class Worker:
         }
 
     def search(self, request: dict[str, Any]) -> dict[str, Any]:
-        try:
-            db, generation = str(request["db"]), int(request["generation"])
-            query, top_k = str(request["query"]), int(request.get("top_k", 10))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise RequestError(f"bad search request: {exc}", "needs db, generation, query") from exc
-        if top_k < 1:
-            raise RequestError("top_k must be at least 1", "pass top_k >= 1")
+        db, generation, query, top_k = search_args(request)
         embedder = self.embedder(for_query=True)
         t0 = time.perf_counter()
         vectors, _ = embedder.embed([query], "query")
@@ -562,61 +555,6 @@ class Worker:
             blocks,
         )
         return {"ok": True, "hits": [[cid, round(score, 6)] for cid, score in top.result()]}
-
-
-def _texts(request: dict[str, Any]) -> list[str]:
-    texts = request.get("texts")
-    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
-        raise RequestError('"texts" must be a list of strings', 'send {"texts": ["..."]}')
-    return texts
-
-
-def _kind(request: dict[str, Any]) -> str:
-    kind = request.get("kind", "passage")
-    if kind not in ("passage", "query"):
-        raise RequestError(f"unknown kind {kind!r}", 'use "passage" or "query"')
-    return str(kind)
-
-
-def serve(worker: Worker, reader: LineReader, out: BinaryIO, idle_seconds: float | None) -> int:
-    """Read requests and start them; a writer thread sends the answers in request order. An
-    embed request's answer waits for its batches while the next request is already read and
-    queued on the pool (the client sends one ahead), so the cores never wait for the pipe."""
-    replies = OrderedReplies(out)
-    try:
-        while True:
-            try:
-                line = reader.readline(idle_seconds)
-            except LineTooLong as exc:
-                replies.put(
-                    {"ok": False, "error": str(exc), "hint": "send fewer texts per request"}
-                )
-                return 1
-            if line is None:
-                log.info("stdin closed or idle for %s s: exiting", idle_seconds)
-                return 0
-            if not line.strip():
-                continue
-            try:
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError("request must be a JSON object")
-            except ValueError as exc:
-                replies.put(
-                    {"ok": False, "error": f"bad JSON: {exc}", "hint": "one object per line"}
-                )
-                continue
-            if request.get("op") == "quit":
-                replies.put({"ok": True})
-                return 0
-            op = request.get("op")
-            replies.put(
-                answer(op, lambda r=request: worker.submit_embed(r))
-                if op == "embed"
-                else answer(op, lambda r=request: worker.handle(r))
-            )
-    finally:
-        replies.close()
 
 
 def main(argv: list[str] | None = None) -> int:

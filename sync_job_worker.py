@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import rag_db
+import rag_db_backfill
 import rag_jobs
 from rag_config import Config
 from rag_db import connect, open_index, write_transaction
@@ -300,7 +300,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     try:
         # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
         # in batches: the worker owns the rest, a budget at a time with a cancel check between.
-        while rag_db.run_backfills(conn, bounded=True):
+        while rag_db_backfill.run_backfills(conn, bounded=True):
             reporter.check_cancel()
         excludes = sync_excludes(config)
         for problem in excludes.problems:

@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import rag_db  # noqa: E402
+import rag_db_backfill  # noqa: E402
 from helpers.storage_codec import pack_section_text  # noqa: E402
 
 
@@ -48,14 +49,16 @@ def main() -> None:
             seconds.append(time.perf_counter() - start)
 
         rag_db.write_transaction = timed  # type: ignore[assignment]
+        rag_db_backfill.write_transaction = timed  # type: ignore[assignment]
         start = time.perf_counter()
         conn = rag_db.open_index(db)
         wall = time.perf_counter() - start
         opened = len(seconds)
-        while rag_db.run_backfills(conn, bounded=True):  # what the sync worker runs
+        while rag_db_backfill.run_backfills(conn, bounded=True):  # what the sync worker runs
             pass
         finished = time.perf_counter() - start
         rag_db.write_transaction = real
+        rag_db_backfill.write_transaction = real
         chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         print(f"{args.index}: schema {before} -> {rag_db.schema_version(conn)}, {chunks} chunks")
         if seconds:

@@ -33,7 +33,7 @@ Fused = list[tuple[int, float]]
 
 def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     import rag_eval
-    import rag_semantic
+    import rag_semantic_candidates
     import rag_service
 
     eval_root = Path(__file__).resolve().parents[2] / "shared" / "eval"
@@ -53,7 +53,7 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     )
     config = rag_eval.config_from_args(args)
     golden = rag_eval.load_golden(args.golden, config.knowledge_dir)
-    rag_semantic.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
+    rag_semantic_candidates.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
     rag_search.CHANNEL_DEPTH = DEPTH_CAPTURED
     rag_search.SEMANTIC_DISTINCT = DEPTH_CAPTURED  # `fuse` applies the shipped cut (depth)
     recorded: list[list[ChannelResult]] = []

@@ -13,6 +13,7 @@ import pytest
 from conftest import make_config, undo_migration_8, write_corpus
 
 import rag_db
+import rag_db_backfill
 import rag_search
 import rag_service
 from helpers.text.normalize import fold
@@ -81,13 +82,13 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
         sections = old.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
     assert "chunks_fts_content" in tables  # schema 7's own copy of the text
     pauses: list[float] = []
-    monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 7)
-    monkeypatch.setattr(rag_db.time, "sleep", pauses.append)
+    monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 7)
+    monkeypatch.setattr(rag_db_backfill.time, "sleep", pauses.append)
     with closing(rag_db.open_index(db)) as conn:
         assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
         # one short transaction per batch: trigram rows, then migration 9's compaction
-        compaction = math.ceil(sections / rag_db.COMPACT_SECTION_ROWS) + math.ceil(
-            chunks / rag_db.COMPACT_CHUNK_ROWS
+        compaction = math.ceil(sections / rag_db_backfill.COMPACT_SECTION_ROWS) + math.ceil(
+            chunks / rag_db_backfill.COMPACT_CHUNK_ROWS
         )
         assert len(pauses) == math.ceil(chunks / 7) + compaction
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
@@ -108,15 +109,15 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
     synced: Config, tmp_path: Path, monkeypatch
 ) -> None:
     db = _schema_7_copy(synced, tmp_path / "old")
-    monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 5)
+    monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
 
     def killed(_seconds: float) -> None:
         raise _Killed
 
-    monkeypatch.setattr(rag_db.time, "sleep", killed)
+    monkeypatch.setattr(rag_db_backfill.time, "sleep", killed)
     with pytest.raises(_Killed):
         rag_db.open_index(db)  # migrated, then killed after the first batch
-    monkeypatch.setattr(rag_db.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(rag_db_backfill.time, "sleep", lambda _s: None)
     with closing(rag_db.connect(db)) as conn:
         cursor = int(
             conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()[0]
@@ -167,9 +168,9 @@ def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_
     import rag_storage
 
     db = _schema_7_copy(synced, tmp_path / "old")
-    monkeypatch.setattr(rag_db, "TRIGRAM_BACKFILL_ROWS", 5)
-    monkeypatch.setattr(rag_db, "OPEN_BACKFILL_BUDGET_S", 0.0)  # one batch per budget
-    monkeypatch.setattr(rag_db.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
+    monkeypatch.setattr(rag_db_backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # one batch per budget
+    monkeypatch.setattr(rag_db_backfill.time, "sleep", lambda _s: None)
 
     def indexed() -> int:
         with closing(rag_db.connect(db, readonly=True)) as conn:
@@ -185,13 +186,13 @@ def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_
     warnings = " ".join(rag_health.health(config)["warnings"])
     assert "substring index is being rebuilt" in warnings and "sync_kb finishes it" in warnings
     with closing(rag_db.connect(db)) as conn:
-        assert rag_db.trigram_backfill_pending(conn)
+        assert rag_db_backfill.trigram_backfill_pending(conn)
         total = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
     assert total > 10
-    monkeypatch.setattr(rag_db, "OPEN_BACKFILL_BUDGET_S", 2.0)
+    monkeypatch.setattr(rag_db_backfill, "OPEN_BACKFILL_BUDGET_S", 2.0)
     assert rag_service.sync_kb_blocking(config).state == "succeeded"
     with closing(rag_db.connect(db)) as conn:
-        assert not rag_db.trigram_backfill_pending(conn)
+        assert not rag_db_backfill.trigram_backfill_pending(conn)
         assert (
             conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
             == (conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])

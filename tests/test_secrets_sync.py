@@ -39,7 +39,7 @@ from helpers.secrets import DETECTOR_VERSION, REDACTION
 from helpers.semantic import vector_pack
 from helpers.storage_codec import section_text, text_digest
 from rag_config import Config
-from rag_sync_write import mark_purge_pending, purge_pending
+from rag_sync_discard import mark_purge_pending, purge_pending
 
 FORMATS = ("txt", "md", "yaml", "json", "csv", "html", "docx", "pdf")
 EVAL_BYTES_PER_REDACTION = 10 * 1024 * 1024  # the issue: at most one redaction per 10 MB

@@ -25,6 +25,7 @@ from stress.harness import (
 
 import rag_search
 import rag_service
+import rag_sync_discard
 import rag_sync_pacing
 import rag_sync_write
 from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
@@ -64,7 +65,7 @@ def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Staging from 10 chunks on, 10 rows per transaction (the real sizes need ~2,000 rows)."""
     monkeypatch.setattr(rag_sync_write, "SINGLE_TRANSACTION_CHUNKS", 10)
     monkeypatch.setattr(rag_sync_write, "STAGE_BATCH_CHUNKS", 10)
-    monkeypatch.setattr(rag_sync_write, "DISCARD_BATCH_CHUNKS", 10)
+    monkeypatch.setattr(rag_sync_discard, "DISCARD_BATCH_CHUNKS", 10)
     monkeypatch.setattr(rag_sync_pacing, "BATCH_PAUSE_S", 0.0)
 
 
@@ -161,7 +162,7 @@ def test_a_cancel_past_the_discard_budget_ends_at_once_and_the_next_sync_discard
     assert _paths_found(conn, "oldmarker") == ["big.txt"]
     assert _paths_found(conn, "newmarker") == []
     assert index_problems(tmp_path / "index.sqlite3") == []
-    assert rag_sync_write.discard_staging(conn) == 1  # what sync_files does first
+    assert rag_sync_discard.discard_staging(conn) == 1  # what sync_files does first
     assert canonical_dump(tmp_path / "index.sqlite3") == before
     conn.close()
 
@@ -187,7 +188,9 @@ _WRITER = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import rag_sync_write as w
-w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = w.DISCARD_BATCH_CHUNKS = 10
+w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = 10
+import rag_sync_discard
+rag_sync_discard.DISCARD_BATCH_CHUNKS = 10
 import rag_sync_pacing as pacing
 pacing.BATCH_PAUSE_S = 0.05
 pacing.LOCK_BURST_S = 0.0  # a gap after every batch: slow enough to be killed mid-document

@@ -1,0 +1,89 @@
+"""The service's semantic query side: one warm worker per model, candidates the filters allow.
+
+It stands apart from rag_semantic (which builds generations, answers one query and reports
+health) because keeping workers alive between searches is the server's concern, not the
+channel's: a warm query worker per model serves a burst of searches (~50 ms each instead of
+~1 s cold) and exits by itself when idle, the ML runtime never enters the server, and the vector
+scan, which sees the whole index, is narrowed here to what the search filters allow.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
+from rag_semantic import CACHE_SUBDIR, NotReadyError, SemanticWorker, query, semantic_state
+
+if TYPE_CHECKING:
+    from rag_config import Config
+
+# A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
+# and exits by itself after this many idle seconds; the ML runtime never enters the server.
+WARM_IDLE_S = 300.0
+# Candidates fetched from the worker; rag_search keeps the first SEMANTIC_DISTINCT (100) distinct
+# child texts of them, every copy included (rag_search.distinct_candidates).
+SEMANTIC_DEPTH = 400
+_warm_lock = threading.Lock()
+_warm_workers: dict[Path, SemanticWorker] = {}
+
+
+def query_candidates(
+    config: Config,
+    conn: sqlite3.Connection,
+    query_text: str,
+    model_dir: Path,
+    filters: Filters,
+    log_path: Path,
+) -> list[tuple[int, float]]:
+    """(chunk id, cosine) candidates the filters allow, from this model's warm worker.
+
+    Raises NotReadyError when the vectors of the current model are not built, and the model's,
+    worker's or vector store's RagError otherwise."""
+    cache_dir = config.data_dir / CACHE_SUBDIR
+    state = semantic_state(
+        conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
+    )
+    if state.state not in ("ready", "outdated"):
+        raise NotReadyError(f"semantic search {state.state}", state.hint)
+    with _warm_lock:
+        worker = _warm_workers.get(model_dir)
+        if worker is None or not worker.is_running:
+            worker = SemanticWorker(
+                model_dir, log_path=log_path, cache_dir=cache_dir, idle_seconds=WARM_IDLE_S
+            )
+            _warm_workers[model_dir] = worker
+        hits = query(
+            config.db_path,
+            model_dir,
+            query_text,
+            SEMANTIC_DEPTH,
+            cache_dir=cache_dir,
+            log_path=log_path,
+            worker=worker,
+            state=state,  # the model and generation just read: not read twice
+        )
+    return _allowed(conn, hits, filters)
+
+
+def _allowed(
+    conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: Filters
+) -> list[tuple[int, float]]:
+    """The vector scan sees the whole index: keep the candidates the filters allow, never a
+    staging document (a big one being swapped in, or its old version being deleted)."""
+    if not hits:
+        return hits
+    where, params = filters.sql()
+    ids = [cid for cid, _ in hits]
+    allowed = {
+        row[0]
+        for row in conn.execute(
+            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+            f"WHERE c.id IN ({','.join('?' * len(ids))}) AND {where} "
+            f"AND {not_staging_sql('d')}",
+            (*ids, *params, *STAGING_RANGE),
+        )
+    }
+    return [(cid, score) for cid, score in hits if cid in allowed]
