@@ -137,7 +137,7 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
         if chunks and (current is None or current.vector_count != chunks):
             prewarm.start("the vectors are behind the chunks")
         return prewarm
-    except (RagError, OSError, sqlite3.Error) as exc:
+    except Exception as exc:  # best effort: the semantic phase itself reports a real problem
         log.warning("semantic worker not started ahead: %s", exc)
         return None
 

@@ -296,8 +296,9 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     reporter.start()
     row = rag_jobs.load_job(conn, job_id)
     scope = row["scope"] if row else ""
-    prewarm = _semantic_prewarm(conn, config)
+    prewarm: WorkerPrewarm | None = None
     try:
+        prewarm = _semantic_prewarm(conn, config)
         # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
         # in batches: the worker owns the rest, a budget at a time with a cancel check between.
         while rag_db_backfill.run_backfills(conn, bounded=True):
@@ -324,7 +325,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
         state, message = "cancelled", "cancelled on request; documents indexed so far are kept"
     except Exception as exc:
         log.error("job %s failed: %s", job_id, traceback.format_exc())
-        state, message = "failed", f"{type(exc).__name__}: {exc}"
+        state, message = "failed", failure_message(exc)
     finally:
         if prewarm is not None:  # spawned ahead: never outlives the job, whatever happened
             prewarm.close()
@@ -334,6 +335,16 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     _finish(conn, job_id, state, message)
     os.close(lock_fd)
     return 0 if state != "failed" else 1
+
+
+def failure_message(exc: Exception) -> str:
+    """What a failed job's row says: our own errors with their hint, anything else in words
+    (its traceback is in the worker log). The text keeps SQLite's own words ("database or disk
+    is full"), which rag_storage.with_failure_hint turns into the fix."""
+    if isinstance(exc, RagError):
+        return str(exc)
+    detail = str(exc) or "no details"
+    return f"the sync stopped on an unexpected error: {detail} (the worker log has the rest)"
 
 
 def _semantic_prewarm(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm | None:

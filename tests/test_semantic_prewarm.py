@@ -301,3 +301,26 @@ def test_until_the_full_tokenizer_loads_passages_get_the_same_ids_from_the_query
     with SemanticWorker(real_model, log_path=tmp_path / "f.log") as plain:
         assert plain.embed(texts[:3]).vectors.tobytes() == first
         assert plain.embed(texts[3:]).vectors.tobytes() == rest
+
+
+def test_a_model_that_cannot_load_fails_the_job_in_words_and_frees_the_index(
+    tmp_path: Path, knowledge: Path
+) -> None:
+    """Starting the worker ahead reads the model's configs before the job's error handling
+    existed for it: a malformed one must fail the job (not leave it 'running' with its lock)."""
+    from semantic_fixtures import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "model")
+    pooling = model / "1_Pooling" / "config.json"
+    pooling.write_text(
+        pooling.read_text().replace(
+            '"word_embedding_dimension": 32', '"word_embedding_dimension": "abc"'
+        )
+    )
+    config = make_config(knowledge, tmp_path / "state", semantic=True, semantic_model_dir=model)
+    write_notes(knowledge)
+    view = rag_service.sync_kb_blocking(config)
+    assert view.state == "failed", view.to_dict()
+    assert "ValueError" not in (view.message or "") and "abc" in (view.message or "")
+    again = rag_service.sync_kb_blocking(config)  # the first job let go of the index
+    assert again.state == "failed" and again.job_id != view.job_id
