@@ -146,14 +146,16 @@ COMPACT_SECTION_ROWS = 200
 COMPACT_CHUNK_ROWS = 2000
 
 
-def backfill_compact(conn: sqlite3.Connection, bounded: bool = False) -> int:
+def backfill_compact(
+    conn: sqlite3.Connection, bounded: bool = False, budget_s: float | None = None
+) -> int:
     """Convert the rows an older schema wrote to migration 9's encodings, sections first, in
     batches as backfill_trigram; returns the rows visited. Rows written since the migration are
     already compact and are left as they are."""
     if not compact_backfill_pending(conn):
         return 0
     started = time.monotonic()
-    budget = OPEN_BACKFILL_BUDGET_S if bounded else math.inf
+    budget = (OPEN_BACKFILL_BUDGET_S if budget_s is None else budget_s) if bounded else math.inf
     done = 0
     if compact_backfill_pending(conn, COMPACT_SECTIONS_KEY):
         done = _batched(conn, COMPACT_SECTIONS_KEY, compact_sections, COMPACT_SECTION_ROWS, budget)
@@ -182,4 +184,5 @@ def run_backfills(conn: sqlite3.Connection, bounded: bool = False) -> int:
         bounded and done and time.monotonic() - started >= OPEN_BACKFILL_BUDGET_S
     ):
         return done
-    return done + backfill_compact(conn, bounded=bounded)
+    left = OPEN_BACKFILL_BUDGET_S - (time.monotonic() - started)  # what the trigram rows left
+    return done + backfill_compact(conn, bounded=bounded, budget_s=left)
