@@ -30,6 +30,7 @@ from helpers.extract import registry as extractors  # noqa: E402
 from helpers.extract.blocks import ExtractContext, ExtractLimits, TextBlock  # noqa: E402
 from helpers.safety import FileEntry, walk_files  # noqa: E402
 from helpers.secrets import MostlySecret  # noqa: E402
+from helpers.storage_codec import section_text  # noqa: E402
 from helpers.text.chunking import build_sections  # noqa: E402
 from helpers.text.hubs import hub_score  # noqa: E402
 from helpers.text.normalize import fold  # noqa: E402
@@ -156,7 +157,7 @@ def cpu_ratio(folder: Path, work: Path, row_chars: int) -> float:
     sync = time.process_time() - start
     assert view.state == "succeeded", view.to_dict()
     conn = sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)
-    texts = [row[0] for row in conn.execute("SELECT text FROM sections ORDER BY id")]
+    texts = [section_text(row[0]) for row in conn.execute("SELECT text FROM sections ORDER BY id")]
     conn.close()
     rows = [(t[i : i + row_chars],) for t in texts for i in range(0, len(t), row_chars)]
     bare = sqlite3.connect(work / "bare-cpu.sqlite3", isolation_level=None)
