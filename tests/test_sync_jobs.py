@@ -107,7 +107,7 @@ def test_cancel_mid_sync_keeps_committed_documents_searchable(
     assert resumed.counts["added"] == count - final.counts["added"]
 
 
-CANCEL_CORPUS_SECONDS = 6  # the cancel comes after 100 files: the rest is most of the job
+CANCEL_CORPUS_SECONDS = 6  # a cancel or kill after 50-100 files: the rest is most of the job
 
 # The worker publishes progress once a second: a files phase this many seconds long shows at
 # least 3 values with room to spare on a loaded machine.
@@ -156,9 +156,12 @@ def test_progress_is_published_while_the_job_runs(config: Config, knowledge: Pat
 
 
 def test_killed_worker_is_reported_failed_and_the_next_sync_converges(
-    config: Config, knowledge: Path
+    config: Config, knowledge: Path, tmp_path: Path
 ):
-    write_corpus(knowledge, 1200)
+    count = max(
+        1200, _files_for_seconds(tmp_path, CANCEL_CORPUS_SECONDS)
+    )  # still running at the kill
+    write_corpus(knowledge, count)
     job = rag_service.start_sync(config)
     view = wait_until(
         lambda: (v := rag_service.sync_status(config, job.job_id)).completed_files >= 50 and v
@@ -173,7 +176,7 @@ def test_killed_worker_is_reported_failed_and_the_next_sync_converges(
     again = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
     assert again.state == "succeeded"
     conn = connect(config.db_path)
-    assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == 1200
+    assert conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0] == count
     conn.close()
     index_is_consistent(config.db_path)
 
