@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from conftest import server_args, write_corpus  # noqa: E402
+from sync_split import bare_fts_seconds as bare_split_seconds  # noqa: E402
 from sync_split import cpu_ratio, cpu_split  # noqa: E402 - bench/ itself is on sys.path
 
 import rag_service  # noqa: E402
@@ -119,17 +120,8 @@ BARE_ROW_CHARS = 600  # about one retrieval child's text
 
 
 def bare_fts_seconds(texts: list[str], work: Path) -> float:
-    """One executemany into a bare trigram FTS5 table in one transaction: the insert floor."""
-    rows = [(t[i : i + BARE_ROW_CHARS],) for t in texts for i in range(0, len(t), BARE_ROW_CHARS)]
-    conn = sqlite3.connect(work / "bare.sqlite3", isolation_level=None)
-    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram case_sensitive 0')")
-    start = time.perf_counter()
-    conn.execute("BEGIN")
-    conn.executemany("INSERT INTO t(body) VALUES (?)", rows)
-    conn.execute("COMMIT")
-    seconds = time.perf_counter() - start
-    conn.close()
-    return seconds
+    """Wall seconds of the bare trigram FTS5 insert of `texts` in BARE_ROW_CHARS rows."""
+    return bare_split_seconds(texts, work, BARE_ROW_CHARS)
 
 
 def table_sizes(db: Path) -> list[tuple[str, int]]:

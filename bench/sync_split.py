@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -141,12 +143,27 @@ def cpu_split(folder: Path, work: Path) -> dict[str, float]:
     return out
 
 
+def bare_fts_seconds(
+    texts: list[str], work: Path, row_chars: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """One executemany into a bare trigram FTS5 table in one transaction: the insert floor
+    (`clock`: wall time, or process_time for CPU seconds)."""
+    rows = [(t[i : i + row_chars],) for t in texts for i in range(0, len(t), row_chars)]
+    conn = sqlite3.connect(work / f"bare-{clock.__name__}.sqlite3", isolation_level=None)
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram case_sensitive 0')")
+    start = clock()
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO t(body) VALUES (?)", rows)
+    conn.execute("COMMIT")
+    seconds = clock() - start
+    conn.close()
+    return seconds
+
+
 def cpu_ratio(folder: Path, work: Path, row_chars: int) -> float:
     """The worker's code path (run_job, through rag_service.sync_kb_blocking) run in this
     process, against the bare FTS5 trigram insert of its section text in `row_chars` rows: CPU
     seconds of each, same run (they hold up where wall seconds on a loaded box do not)."""
-    import sqlite3
-
     import rag_service
     from rag_config import Config
 
@@ -159,15 +176,7 @@ def cpu_ratio(folder: Path, work: Path, row_chars: int) -> float:
     conn = sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)
     texts = [section_text(row[0]) for row in conn.execute("SELECT text FROM sections ORDER BY id")]
     conn.close()
-    rows = [(t[i : i + row_chars],) for t in texts for i in range(0, len(t), row_chars)]
-    bare = sqlite3.connect(work / "bare-cpu.sqlite3", isolation_level=None)
-    bare.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram case_sensitive 0')")
-    start = time.process_time()
-    bare.execute("BEGIN")
-    bare.executemany("INSERT INTO t(body) VALUES (?)", rows)
-    bare.execute("COMMIT")
-    insert = time.process_time() - start
-    bare.close()
+    insert = bare_fts_seconds(texts, work, row_chars, clock=time.process_time)
     text_mb = sum(len(t.encode()) for t in texts) / 1e6
     print(f"in-process sync {sync:.2f} CPU s, bare FTS5 insert {insert:.2f} CPU s", end=": ")
     print(f"{sync / insert:.2f}x, {text_mb / sync:.2f} MB of text per CPU second")
