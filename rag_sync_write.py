@@ -289,7 +289,7 @@ def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> Non
 
 
 def max_ids(conn: sqlite3.Connection) -> tuple[int, int]:
-    """The highest chunk and section ids (0 when empty)."""
+    """The highest chunk and section ids in use (0 when empty)."""
     return _next_id(conn, "chunks") - 1, _next_id(conn, "sections") - 1
 
 
@@ -355,9 +355,10 @@ def _insert_sections(
 ) -> int:
     """Insert sections (numbered from `first_ordinal`) and their chunks; returns the number of
     chunks. Inside a write transaction: ids are allocated here (MAX + 1, what SQLite itself
-    would pick), so every table gets one executemany instead of a statement per row."""
+    would pick; chunk ids never below CHUNK_ID_HIGH_KEY's), so every table gets one
+    executemany instead of a statement per row."""
     section_id = _next_id(conn, "sections")
-    chunk_id = _next_id(conn, "chunks")
+    chunk_id = _next_chunk_id(conn)
     section_rows: list[tuple[object, ...]] = []
     chunk_rows: list[tuple[object, ...]] = []
     cjk_rows: list[tuple[int, str]] = []
@@ -403,6 +404,11 @@ def _insert_sections(
     )
     if chunk_rows:
         index_new_chunks(conn, chunk_rows[0][0], chunk_rows[-1][0])
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (CHUNK_ID_HIGH_KEY, str(chunk_rows[-1][0])),
+        )
     if cjk_rows:
         conn.executemany("INSERT INTO chunks_cjk(rowid, grams) VALUES (?,?)", cjk_rows)
     # chunks_ocr_fts follows the chunks rows through triggers; every full-text row leaves with
@@ -422,6 +428,18 @@ def stored_norm(text: str, norm: str) -> str:
 
 def _next_id(conn: sqlite3.Connection, table: str) -> int:
     return int(conn.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}").fetchone()[0])
+
+
+# meta row: the highest chunk id ever written. A semantic generation maps chunk ids to vectors
+# until it is rebuilt, so an id freed at the top of the range (a removed or failed document) must
+# not come back with other text: a sync without a finished semantic build in between would
+# otherwise serve the old document's vector for the new text.
+CHUNK_ID_HIGH_KEY = "chunk_id_high"
+
+
+def _next_chunk_id(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (CHUNK_ID_HIGH_KEY,)).fetchone()
+    return max(_next_id(conn, "chunks"), int(row[0]) + 1 if row else 1)
 
 
 def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> None:
