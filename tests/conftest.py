@@ -10,6 +10,7 @@ import re
 import shutil
 import sqlite3
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -311,3 +312,26 @@ class RecordingObserver:
 
     def on_error(self, rel_path: str, message: str) -> None:
         self.errors[rel_path] = message
+
+
+# Files of write_corpus synced to measure this machine (files_for_seconds).
+PROBE_FILES = 400
+
+
+def files_for_seconds(tmp_path: Path, seconds: float) -> int:
+    """How many corpus files this machine syncs in `seconds`, measured in this run: an empty
+    sync (worker start) and a PROBE_FILES one; their difference is the per-file cost."""
+    import rag_service  # only for the tests that size a corpus
+
+    cost = []
+    for count in (0, PROBE_FILES):
+        docs = tmp_path / f"probe-{count}"
+        docs.mkdir()
+        write_corpus(docs, count)
+        probe = make_config(docs, tmp_path / f"probe-state-{count}")
+        started = time.monotonic()
+        view = rag_service.wait_for_job(probe, rag_service.start_sync(probe).job_id, timeout_s=120)
+        assert view.state == "succeeded", view.to_dict()
+        cost.append(time.monotonic() - started)
+    per_file = max(cost[1] - cost[0], 1e-3) / PROBE_FILES
+    return int(seconds / per_file)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_config, write_corpus
+from conftest import REPO, files_for_seconds, make_config, write_corpus
 
 import rag_service
 from rag_config import Config
@@ -85,7 +85,7 @@ def test_cancel_mid_sync_keeps_committed_documents_searchable(
 ):
     # A corpus this machine needs several seconds for: with grouped writes a fixed 1,200 files
     # could all be written before the cancel arrives.
-    count = max(1200, _files_for_seconds(tmp_path, CANCEL_CORPUS_SECONDS))
+    count = max(1200, files_for_seconds(tmp_path, CANCEL_CORPUS_SECONDS))
     write_corpus(knowledge, count)
     job = rag_service.start_sync(config)
     wait_until(lambda: rag_service.sync_status(config, job.job_id).completed_files >= 100)
@@ -112,29 +112,11 @@ CANCEL_CORPUS_SECONDS = 6  # a cancel or kill after 50-100 files: the rest is mo
 # The worker publishes progress once a second: a files phase this many seconds long shows at
 # least 3 values with room to spare on a loaded machine.
 PROGRESS_SECONDS = 8
-PROBE_FILES = 400
-
-
-def _files_for_seconds(tmp_path: Path, seconds: float) -> int:
-    """How many corpus files this machine syncs in `seconds`, measured in this run: an empty
-    sync (worker start) and a PROBE_FILES one; their difference is the per-file cost."""
-    cost = []
-    for count in (0, PROBE_FILES):
-        docs = tmp_path / f"probe-{count}"
-        docs.mkdir()
-        write_corpus(docs, count)
-        probe = make_config(docs, tmp_path / f"probe-state-{count}")
-        started = time.monotonic()
-        view = rag_service.wait_for_job(probe, rag_service.start_sync(probe).job_id, timeout_s=120)
-        assert view.state == "succeeded", view.to_dict()
-        cost.append(time.monotonic() - started)
-    per_file = max(cost[1] - cost[0], 1e-3) / PROBE_FILES
-    return int(seconds / per_file)
 
 
 def test_progress_is_published_while_the_job_runs(config: Config, knowledge: Path, tmp_path: Path):
     # A fixed corpus finishes before 3 publications on a fast machine: size it to this one.
-    total = max(1000, _files_for_seconds(tmp_path, PROGRESS_SECONDS))
+    total = max(1000, files_for_seconds(tmp_path, PROGRESS_SECONDS))
     write_corpus(knowledge, total)
     job = rag_service.start_sync(config)
     seen = set()
@@ -159,7 +141,7 @@ def test_killed_worker_is_reported_failed_and_the_next_sync_converges(
     config: Config, knowledge: Path, tmp_path: Path
 ):
     count = max(
-        1200, _files_for_seconds(tmp_path, CANCEL_CORPUS_SECONDS)
+        1200, files_for_seconds(tmp_path, CANCEL_CORPUS_SECONDS)
     )  # still running at the kill
     write_corpus(knowledge, count)
     job = rag_service.start_sync(config)

@@ -12,7 +12,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import needs_mount
+from conftest import files_for_seconds, needs_mount, write_corpus
 from stress.harness import fill_after_sync, foreign_exclusive_lock, tmpfs
 from web_fixtures import (
     PDF_PAGE2_WORDS,
@@ -22,7 +22,6 @@ from web_fixtures import (
     running_console,
     start_console_process,
     sync_now,
-    write_bulk,
     write_small_corpus,
 )
 
@@ -324,7 +323,9 @@ def test_a_running_sync_outlives_a_console_restart_and_is_cancelled_by_the_new_o
     tmp_path: Path,
 ) -> None:
     kb = tmp_path / "kb"
-    write_bulk(kb, 600)
+    kb.mkdir()
+    # long enough to outlive a console restart on any machine: ~15 s of this one's syncing
+    write_corpus(kb, max(600, files_for_seconds(tmp_path, 15)))
     config = make_config(kb, tmp_path / "state")
     with running_console(config) as first:
         old = Http(first.port, first.csrf_token)
