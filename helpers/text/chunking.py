@@ -298,35 +298,22 @@ class _Atoms:
     def child(self, start: int, end: int, crumb: str, location: Location, ocr: bool) -> Child:
         """The child of atoms start..end-1: what _child makes of them, with each piece's part
         sliced from its text instead of joined from its words."""
-        lines: list[str] = [crumb] if crumb else []
-        header_shown: str | None = None
-        current: list[str] = []
-        previous: TextBlock | None = None
         starts, offsets = self.starts, self.offsets
-        first = piece = bisect_right(starts, start) - 1
+        first = bisect_right(starts, start) - 1
+        parts: list[tuple[str, TextBlock]] = []
+        piece = first
         while starts[piece] < end:
             block = self.blocks[piece]
             low, high = max(start, starts[piece]), min(end, starts[piece + 1])
             piece += 1
             if low >= high:
                 continue
-            if current and block is not previous:  # a new paragraph starts on its own line
-                lines.append("".join(current).strip())
-                current = []
-            previous = block
             if block.kind == BlockKind.TABLE_ROW:  # one atom: the row
-                if current:
-                    lines.append("".join(current).strip())
-                    current = []
-                if block.table_header and header_shown != block.table_header:
-                    lines.append(block.table_header)
-                    header_shown = block.table_header
-                lines.append(block.text.strip())
+                parts.append((block.text, block))
             else:
                 cut = offsets[high] if high < starts[piece] else len(block.text)
-                current.append(block.text[offsets[low] : cut])
-        if current:
-            lines.append("".join(current).strip())
+                parts.append((block.text[offsets[low] : cut], block))
+        lines = _child_lines(parts, crumb)
         key = (first, piece - 1)  # the pieces of the first and the last atom
         child_location = self._locations.get(key)
         if child_location is None:
@@ -392,15 +379,14 @@ def _hard_cut(text: str, budget: int) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def _child(window: list[tuple[str, TextBlock]], crumb: str, location: Location, ocr: bool) -> Child:
-    """The child of a hard-cut piece of one atom (_Atoms.child makes the windows' children)."""
+def _child_lines(parts: list[tuple[str, TextBlock]], crumb: str) -> list[str]:
+    """A child's lines from its (text, block) pieces: the breadcrumb, a line per paragraph, a
+    table row on its own line under its header (shown once per child)."""
     lines: list[str] = [crumb] if crumb else []
     header_shown: str | None = None
     current: list[str] = []
-    first_block = window[0][1]
-    last_block = window[-1][1]
     previous: TextBlock | None = None
-    for text, block in window:
+    for text, block in parts:
         if current and block is not previous:  # a new paragraph starts on its own line
             lines.append("".join(current).strip())
             current = []
@@ -417,6 +403,14 @@ def _child(window: list[tuple[str, TextBlock]], crumb: str, location: Location, 
             current.append(text)
     if current:
         lines.append("".join(current).strip())
+    return lines
+
+
+def _child(window: list[tuple[str, TextBlock]], crumb: str, location: Location, ocr: bool) -> Child:
+    """The child of a hard-cut piece of one atom (_Atoms.child makes the windows' children)."""
+    lines = _child_lines(window, crumb)
+    first_block = window[0][1]
+    last_block = window[-1][1]
     child_location = _merge_locations([first_block.location, last_block.location])
     if not child_location.same_unit(location):
         child_location = location
