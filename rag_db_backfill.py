@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from helpers.storage_codec import compact_chunks, compact_sections, section_text
 from helpers.text.cjk import index_text
@@ -33,18 +34,19 @@ BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (b
 _Batch = Callable[[sqlite3.Connection, int, int], "tuple[int, int] | None"]
 
 
+def _pages(conn: sqlite3.Connection, sql: str) -> Iterator[list[Any]]:
+    """The rows of `sql` (id > ? ORDER BY id LIMIT ?), BACKFILL_PAGE_ROWS at a time by id:
+    bounded memory over a table of any size."""
+    last = 0
+    while rows := conn.execute(sql, (last, BACKFILL_PAGE_ROWS)).fetchall():
+        yield rows
+        last = rows[-1][0]
+
+
 def _backfill_cjk(conn: sqlite3.Connection) -> None:
     """Bigram rows for the chunks an older version indexed (bigrams need Python, not SQL)."""
     conn.execute("DELETE FROM chunks_cjk")
-    last = 0
-    while True:
-        rows = conn.execute(
-            "SELECT id, norm FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
-            (last, BACKFILL_PAGE_ROWS),
-        ).fetchall()
-        if not rows:
-            return
-        last = rows[-1][0]
+    for rows in _pages(conn, "SELECT id, norm FROM chunks WHERE id > ? ORDER BY id LIMIT ?"):
         grams = [(row[0], index_text(row[1])) for row in rows]
         conn.executemany(
             "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)", [g for g in grams if g[1]]
@@ -54,15 +56,7 @@ def _backfill_cjk(conn: sqlite3.Connection) -> None:
 def _backfill_hubs(conn: sqlite3.Connection) -> None:
     """Hub scores for the sections an older version indexed, from their stored text (the same
     pure function of the text that rag_sync_write applies, so no re-extraction is needed)."""
-    last = 0
-    while True:
-        rows = conn.execute(
-            "SELECT id, text FROM sections WHERE id > ? ORDER BY id LIMIT ?",
-            (last, BACKFILL_PAGE_ROWS),
-        ).fetchall()
-        if not rows:
-            return
-        last = rows[-1][0]
+    for rows in _pages(conn, "SELECT id, text FROM sections WHERE id > ? ORDER BY id LIMIT ?"):
         scores = [(score, row[0]) for row in rows if (score := hub_score(section_text(row[1]))) > 0]
         conn.executemany("UPDATE sections SET hub = ? WHERE id = ?", scores)
 

@@ -306,40 +306,18 @@ def _sync_one(
     ctx: ExtractContext,
     observer: SyncObserver,
     sandbox: SandboxedExtractor | None,
-    purge: list[str] | None = None,
-    hashed: str | OSError | None = None,
-    before_write: Callable[[], None] | None = None,
-    group: WriteGroup | None = None,
-) -> tuple[str, str | None]:
-    """Index one file; returns (outcome, error message or None). A file that is mostly secret
-    material is skipped (its old rows removed); `purge` collects the paths whose previous text,
-    read by an older detector version, held secrets this one redacts. `hashed` is the file's
-    hash (or the error reading it) when read ahead; `before_write` runs once the file is read,
-    before its rows are written (the caller starts reading the next file there). With `group`,
-    the rows are handed to it (written with other files' rows; the caller reports the outcome
-    once they are committed); without, written here."""
-    writes = group if group is not None else WriteGroup(conn, observer)
-    try:
-        return _sync_into(
-            conn, entry, old, ctx, observer, sandbox, purge, hashed, before_write, writes
-        )
-    finally:
-        if group is None:
-            writes.flush()
-
-
-def _sync_into(
-    conn: sqlite3.Connection,
-    entry: FileEntry,
-    old: ExistingDoc | None,
-    ctx: ExtractContext,
-    observer: SyncObserver,
-    sandbox: SandboxedExtractor | None,
     purge: list[str] | None,
     hashed: str | OSError | None,
     before_write: Callable[[], None] | None,
     writes: WriteGroup,
 ) -> tuple[str, str | None]:
+    """Index one file; returns (outcome, error message or None). A file that is mostly secret
+    material is skipped (its old rows removed); `purge` collects the paths whose previous text,
+    read by an older detector version, held secrets this one redacts. `hashed` is the file's
+    hash (or the error reading it) when read ahead; `before_write` runs once the file is read,
+    before its rows are written (the caller starts reading the next file there). The rows go to
+    `writes`, written with other files' rows; the caller reports the outcome once they are
+    committed."""
     limits: ExtractLimits = ctx.limits
     if entry.size > limits.max_file_bytes:  # plan_sync skips these; a direct caller may not
         raise FileSkipped(SkipReason.TOO_LARGE, too_large_skip(entry, limits.max_file_bytes).reason)

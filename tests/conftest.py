@@ -12,6 +12,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -141,6 +142,20 @@ def no_state_in_the_real_home() -> object:
     yield
     added = _home_state_entries() - before
     assert not added, f"tests wrote state into the real home dir: {sorted(added)}"
+
+
+def downgraded_copy(
+    db_path: Path, target: Path, undo: Callable[[sqlite3.Connection], None]
+) -> Path:
+    """A copy of the index at `db_path` in the new folder `target`, rewritten by `undo` (e.g.
+    undo_migration_9) into what an older schema left: the migration tests start from it."""
+    target.mkdir()
+    db = target / "index.sqlite3"
+    with closing(sqlite3.connect(db_path)) as source, closing(sqlite3.connect(db)) as out:
+        source.backup(out)
+        undo(out)
+        out.commit()
+    return db
 
 
 def undo_migration_9(conn: sqlite3.Connection) -> None:

@@ -10,7 +10,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import make_config, undo_migration_8, write_corpus
+from conftest import downgraded_copy, make_config, undo_migration_8, write_corpus
 
 import rag_db
 import rag_db_backfill
@@ -46,16 +46,6 @@ def _hits(db: Path) -> dict[str, list[tuple[str, str]]]:
         }
 
 
-def _schema_7_copy(config: Config, target: Path) -> Path:
-    target.mkdir()
-    db = target / "index.sqlite3"
-    with closing(sqlite3.connect(config.db_path)) as source, closing(sqlite3.connect(db)) as out:
-        source.backup(out)
-        undo_migration_8(out)
-        out.commit()
-    return db
-
-
 def _consistent(conn: sqlite3.Connection) -> None:
     """FTS5 compares every chunks_fts and chunks_words entry with chunks.norm (rank 1: against
     the content), and the generated norm is fold(text) for every row, stored copy or not."""
@@ -75,7 +65,7 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
     with closing(sqlite3.connect(synced.db_path)) as conn:
         own, total = conn.execute("SELECT SUM(norm_stored != ''), COUNT(*) FROM chunks").fetchone()
     assert own < total / 10  # lower-cased ASCII and Thai: the text is stored once
-    db = _schema_7_copy(synced, tmp_path / "old")
+    db = downgraded_copy(synced.db_path, tmp_path / "old", undo_migration_8)
     with closing(sqlite3.connect(db)) as old:
         tables = {r[0] for r in old.execute("SELECT name FROM sqlite_master")}
         chunks = old.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
@@ -108,7 +98,7 @@ class _Killed(BaseException):
 def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
     synced: Config, tmp_path: Path, monkeypatch
 ) -> None:
-    db = _schema_7_copy(synced, tmp_path / "old")
+    db = downgraded_copy(synced.db_path, tmp_path / "old", undo_migration_8)
     monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
 
     def killed(_seconds: float) -> None:
@@ -167,7 +157,7 @@ def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_
 
     import rag_storage
 
-    db = _schema_7_copy(synced, tmp_path / "old")
+    db = downgraded_copy(synced.db_path, tmp_path / "old", undo_migration_8)
     monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
     monkeypatch.setattr(rag_db_backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # one batch per budget
     monkeypatch.setattr(rag_db_backfill.time, "sleep", lambda _s: None)

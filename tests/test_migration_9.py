@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import make_config, undo_migration_9, write_corpus
+from conftest import downgraded_copy, make_config, undo_migration_9, write_corpus
 from openpyxl import Workbook
 from semantic_fixtures import build_tiny_model
 
@@ -90,12 +90,7 @@ def _answers(config: Config) -> dict[str, Any]:
 
 
 def _schema_8_copy(config: Config, target: Path) -> Config:
-    target.mkdir()
-    db = target / "index.sqlite3"
-    with closing(sqlite3.connect(config.db_path)) as source, closing(sqlite3.connect(db)) as out:
-        source.backup(out)
-        undo_migration_9(out)
-        out.commit()
+    db = downgraded_copy(config.db_path, target, undo_migration_9)
     return dataclasses.replace(config, data_dir=target, db_path=db)
 
 
