@@ -401,14 +401,17 @@ def connect(
 
 @contextmanager
 def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (never a half-written row set)."""
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (never a half-written row set).
+    SQLite itself rolls a transaction back on some errors (a full disk at commit): then that
+    error is what is raised, not a failed ROLLBACK."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

@@ -12,6 +12,8 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
+from rag_db import write_transaction
+
 # A gap between two write transactions: SQLite's busy handler retries a waiting writer at most
 # every 100 ms, so without a gap this long the next batch would take the lock again before a
 # cancel_sync, sync_kb or heartbeat got in (measured: an 11 s wait across back-to-back batches).
@@ -49,17 +51,10 @@ PACER = WritePacer()  # one per process: the worker is the index's only document
 
 @contextlib.contextmanager
 def paced_write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """rag_db.write_transaction after the pacer's gap (when one is due). SQLite itself rolls a
-    transaction back on some errors (a full disk at commit): then the error is what is raised,
-    not a failed ROLLBACK."""
+    """rag_db.write_transaction after the pacer's gap (when one is due)."""
     PACER.before_lock()
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        yield conn
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
+        with write_transaction(conn):
+            yield conn
     finally:
         PACER.after_lock()
