@@ -27,7 +27,7 @@ FACE_EXTRAS: dict[str, frozenset[str]] = {
     # The Host/Origin checks the console and the HTTP transport share (pure functions).
     "web_ui": frozenset({"helpers.web_guard"}),
     "rag_http": frozenset({"helpers.web_guard"}),
-    "rag_eval": frozenset({"helpers.eval_metrics"}),
+    "rag_eval": frozenset({"helpers.eval_metrics", "helpers.eval_golden"}),
 }
 WORKER = "sync_job_worker"
 SEMANTIC_WORKER = "semantic_worker"
