@@ -167,3 +167,42 @@ def test_a_folder_without_pointers_ranks_exactly_as_before(folder: Config) -> No
     assert [cid for cid, _, _ in quoted if cid not in lowered] == [
         cid for cid, _, _ in fused if cid not in lowered
     ]  # the others keep their order
+
+
+def _hostile_section(n: int) -> str:
+    """~3,900 characters of the text the pointer regex is slowest on (runs of an outline number
+    and an opening bracket: every one starts a title scan of TITLE_MAX_CHARS), with the words
+    of the query, so that every such section is a candidate."""
+    return f"Retention note {n} for nightly backup copies. " + "1 [" * 1280
+
+
+def test_a_search_reads_at_most_the_pointer_budget_of_section_text(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder of hostile sections cannot make one search run the span regex over every
+    candidate: the sections are judged in rank order until POINTER_SCAN_BUDGET characters
+    have been scanned."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    count = 40
+    for n in range(count):
+        (docs / f"note{n:02d}.md").write_text(_hostile_section(n) + "\n", "utf-8")
+    config = make_config(docs, tmp_path / "state")
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=300)
+    assert view.state == "succeeded", view.to_dict()
+    scanned: list[int] = []
+    real = pointers.pointer_spans
+
+    def counting(text: str) -> list[tuple[int, int]]:
+        scanned.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(pointers, "pointer_spans", counting)
+    pointers._pointers_of.cache_clear()
+    hits = rag_service.search(config, "nightly backup copies", top_k=50, mode="lexical").hits
+    assert len(hits) == count  # every hostile section is a candidate
+    section = len(_hostile_section(0))
+    assert count * section > 2 * pointers.POINTER_SCAN_BUDGET  # the budget has work to do
+    assert scanned, "the best candidates are still judged"
+    assert sum(scanned) <= pointers.POINTER_SCAN_BUDGET + section
+    pointers._pointers_of.cache_clear()

@@ -42,6 +42,16 @@ MIN_MATCHED_WORDS = 2
 # Spans looked at per section: a manual page with many cross-references is judged by its first
 # ones (bounded cost on hostile text).
 MAX_SPANS = 40
+# Characters of section text judged per search, best candidates first (each section whole; the
+# one that crosses the budget is the last). The span regex costs ~0.02 ms per 4 KB of prose but
+# 6-24 ms per 4 KB of hostile text (runs of `1 [`, `1, “`, `[`: each starts a title scan), and
+# a search's window holds up to 400 candidates. On 400 generated hostile sections a lexical
+# search took 1.2 s (top_k 8) and 4.2 s (top_k 50) unbounded, 0.22-0.25 s with this budget
+# (bare search 29-47 ms). On the public sets every section the prior lowers lies within the
+# first 13,708 characters of the window (rank <= 11): their rankings are identical
+# (bench/RESULTS.md, "Pointer-span budget (wave 7)"). Cached texts count too: a ranking never
+# depends on what an earlier search left in the cache.
+POINTER_SCAN_BUDGET = 32_000
 
 
 # Per-process caches: the same sections and the same quoted titles come back query after query
@@ -131,7 +141,8 @@ def apply_pointer_prior(
     """Lower the fused score of the first `window` candidates whose section quotes the query
     in a pointer span (by `strength`, default POINTER_PRIOR), and re-sort (stable).
     Candidates past the window cannot become hits before the lowered ones do (they score
-    less), so they are not read."""
+    less), so they are not read; within it, sections are judged best first until
+    POINTER_SCAN_BUDGET characters have been."""
     strength = POINTER_PRIOR if strength is None else strength
     forms = _forms(query)
     if strength <= 0 or not fused or len(forms) < MIN_MATCHED_WORDS:
@@ -139,9 +150,15 @@ def apply_pointer_prior(
     head = fused[:window]
     texts = section_texts(conn, [cid for cid, _, _ in head])
     weights: dict[int, float] = {}
-    for _cid, (sid, text) in texts.items():
-        if sid not in weights:
-            weights[sid] = pointer_weight(pointer_match(query, text, forms))
+    scanned = 0
+    for cid, _, _ in head:  # in rank order: the budget goes to the best candidates
+        sid, text = texts.get(cid, (None, ""))
+        if sid is None or sid in weights:
+            continue
+        if scanned >= POINTER_SCAN_BUDGET:
+            break  # the rest keep their score (see POINTER_SCAN_BUDGET)
+        scanned += len(text)
+        weights[sid] = pointer_weight(pointer_match(query, text, forms))
     if not any(weights.values()):
         return fused
     lowered = []
