@@ -138,3 +138,56 @@ def test_search_reads_the_newest_generation_for_the_correction(tmp_path: Path):
         conn.close()
     finally:
         hubness_store._cache.clear()
+
+
+def test_a_slow_build_for_one_index_does_not_block_the_correction_of_another(
+    tmp_path: Path, monkeypatch
+):
+    """The reference sample of a large index takes one pass over all its vectors; meanwhile a
+    search of another index (another generation) is corrected at once, not after it."""
+    import threading
+
+    refs = {}
+    for name, seed in (("big", 7), ("small", 8)):
+        db = tmp_path / f"{name}.sqlite3"
+        generation = _generation(db, _hub_and_outlier(seed))
+        ref = hubness_store.GenerationRef(
+            str(db), generation.id, generation.fingerprint, generation.vector_count, generation.dim
+        )
+        refs[name] = (db, ref)
+    entered, release = threading.Event(), threading.Event()
+    real_rows = hubness_store._block_rows
+
+    def paused_rows(conn, generation, where="", params=()):  # type: ignore[no-untyped-def]
+        if generation.db == str(refs["big"][0]) and not where:  # the big index's sample pass
+            entered.set()
+            assert release.wait(600), "the test never released the big build"
+        yield from real_rows(conn, generation, where, params)
+
+    monkeypatch.setattr(hubness_store, "_block_rows", paused_rows)
+    hubness_store._cache.clear()
+    weak = [(1, 0.80), (2, 0.79), (3, 0.70)]
+    results: dict[str, list[tuple[int, float]]] = {}
+
+    def correct(name: str) -> None:
+        conn = rag_db.connect(refs[name][0], readonly=True)
+        try:
+            results[name] = hubness_store.corrected(conn, refs[name][1], weak)
+        finally:
+            conn.close()
+
+    big = threading.Thread(target=correct, args=("big",), daemon=True)
+    try:
+        big.start()
+        assert entered.wait(120), "the big build never started"
+        small = threading.Thread(target=correct, args=("small",), daemon=True)
+        small.start()
+        small.join(60)  # a bound for a deadlock, not a timing: the big build is still paused
+        assert not small.is_alive(), "the small index waited for the big index's build"
+        assert results["small"][0][0] == 2 and "big" not in results
+    finally:
+        release.set()
+        big.join(120)
+    assert results["big"][0][0] == 2  # the paused build finished with the right answer
+    assert len(hubness_store._cache) == 2
+    hubness_store._cache.clear()

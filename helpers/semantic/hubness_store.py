@@ -31,8 +31,12 @@ class GenerationRef:
 # reads every block once for the sample (bench/bench_hubness.py: about one bare read of the
 # vectors), later ones read only the blocks of candidates not seen before.
 CACHE_SIZE = 4
+# `_lock` guards the two dicts only (held for a lookup); each generation's own lock covers its
+# build and its additions, so a first query on a large index (one pass over all its vectors)
+# never holds up the searches of another index in the same process.
 _lock = threading.Lock()
 _cache: dict[GenerationRef, _State] = {}
+_building: dict[GenerationRef, threading.Lock] = {}
 
 
 @dataclass(frozen=True)
@@ -52,12 +56,17 @@ def corrected(
         return hits
     key = generation
     with _lock:
-        state = _cache.get(key)
+        own = _building.setdefault(key, threading.Lock())
+    with own:
+        with _lock:
+            state = _cache.get(key)
         if state is None:
             state = _state(conn, generation)
-            while len(_cache) >= CACHE_SIZE:
-                _cache.pop(next(iter(_cache)))
-            _cache[key] = state
+            with _lock:
+                while len(_cache) >= CACHE_SIZE:
+                    _building.pop(old := next(iter(_cache)), None)
+                    _cache.pop(old)
+                _cache[key] = state
         missing = state.index.missing(cid for cid, _ in hits)
         if missing:
             ids, vectors = _candidate_vectors(conn, generation, state, missing)
