@@ -4,6 +4,8 @@ the worker writes the current one: same sections as in process, failures still r
 from __future__ import annotations
 
 import json
+import os
+import signal
 from dataclasses import fields, replace
 from pathlib import Path
 
@@ -142,6 +144,92 @@ def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
     assert prefetched == ["b.pdf", "c.pdf", "d.pdf"]  # once a.pdf was read, in their order
     assert counts["added"] == 3 and counts["failed"] == 1
     assert "corrupt or unreadable PDF" in recorder.errors["b.pdf"]
+    rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
+    assert rows == {"a.pdf": "indexed", "b.pdf": "failed", "c.pdf": "indexed", "d.pdf": "indexed"}
+    conn.close()
+
+
+def _crash(box: SandboxedExtractor) -> None:
+    """The child dies of a segmentation fault, as in a C library reading a hostile file (a real
+    signal to the real child: no file is known to crash pdfium on demand)."""
+    child = box._proc
+    assert child is not None
+    os.kill(child.pid, signal.SIGSEGV)
+    child.wait()
+
+
+def _recording_sends(box: SandboxedExtractor) -> list[str]:
+    """The names of the files sent to a child, in order (each send is one read by a child)."""
+    sent: list[str] = []
+    real_send = box._send
+    box._send = lambda p, d: sent.append(p.name) or real_send(p, d)  # type: ignore[method-assign]
+    return sent
+
+
+def test_a_child_that_dies_on_a_prefetched_file_is_reported_once_and_not_read_again(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    crasher = write_text_pdf(tmp_path / "b.pdf", [["bravo page the child died on"]])
+    after = write_text_pdf(tmp_path / "c.pdf", [["charlie page read after the crash"]])
+    sent = _recording_sends(sandbox)
+    sandbox.prefetch(crasher)
+    _crash(sandbox)
+    sandbox.prefetch(after)  # the worker asks for the next file before b.pdf's turn
+    with pytest.raises(ExtractionError, match=r"crashed \(exit code -11\)"):
+        sandbox.read_document(crasher, no_cancel)
+    assert sandbox.read_document(after, no_cancel) == in_process(after)
+    # b.pdf went to one child only (its crash is its answer) and c.pdf was not read by a child
+    # that b.pdf's turn then killed
+    assert sent == ["b.pdf", "c.pdf"]
+
+
+class _Outcomes(RecordingObserver):
+    def __init__(self) -> None:
+        super().__init__()
+        self.reported: list[tuple[str, str]] = []
+        self.done: list[tuple[str, str]] = []
+
+    def on_error(self, rel_path: str, message: str) -> None:
+        super().on_error(rel_path, message)
+        self.reported.append((rel_path, message))
+
+    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
+        self.done.append((rel_path, outcome))
+
+
+def test_a_sync_reports_a_file_that_crashed_the_child_ahead_once_and_reads_the_rest_once(
+    tmp_path: Path,
+):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in "abcd":
+        write_text_pdf(docs / f"{name}.pdf", [[f"{name}: invoice page of the set", "total due"]])
+    box = SandboxedExtractor(ExtractLimits(), None)
+    sent = _recording_sends(box)
+    real_prefetch = box.prefetch
+
+    def prefetch(path: Path) -> None:
+        real_prefetch(path)
+        if path.name == "b.pdf":
+            _crash(box)  # the child dies reading b.pdf ahead, while a.pdf is written
+
+    box.prefetch = prefetch  # type: ignore[method-assign]
+    conn = open_index(tmp_path / "index.sqlite3")
+    counts: dict[str, int] = {}
+    observer = _Outcomes()
+    try:
+        rag_sync.sync_files(conn, docs, "", ExtractContext(), observer, counts, box)
+    finally:
+        box.close()
+    assert [p for p, _ in observer.reported] == ["b.pdf"], observer.reported
+    assert "crashed (exit code -11)" in observer.reported[0][1]
+    assert sorted(observer.done) == [
+        ("a.pdf", "added"),
+        ("b.pdf", "failed"),
+        ("c.pdf", "added"),
+        ("d.pdf", "added"),
+    ]
+    assert sorted(sent) == ["a.pdf", "b.pdf", "c.pdf", "d.pdf"]  # each read by a child once
     rows = dict(conn.execute("SELECT path, status FROM documents").fetchall())
     assert rows == {"a.pdf": "indexed", "b.pdf": "failed", "c.pdf": "indexed", "d.pdf": "indexed"}
     conn.close()

@@ -324,10 +324,13 @@ class SandboxedExtractor:
 
     def prefetch(self, path: Path) -> None:
         """Start reading `path` into a document now; it waits (bounded) for the
-        `read_document(path)` that must follow, in the order asked. Ignored when the child is
-        already PREFETCH_FILES ahead;
-        a failure shows in `read_document`."""
+        `read_document(path)` that must follow, in the order asked; a failure shows there.
+        Ignored when the child is already PREFETCH_FILES ahead, and once it has died with
+        files asked for: the first of them gets the crash as its answer in its turn (a child
+        started now would be killed then, and that file read a second time)."""
         if len(self._pending) >= PREFETCH_FILES or (path, True) in self._pending:
+            return
+        if self._pending and (self._proc is None or self._proc.poll() is not None):
             return
         with contextlib.suppress(ExtractionError):  # read_document() retries and reports it
             self._send(path, True)
