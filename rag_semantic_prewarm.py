@@ -3,7 +3,8 @@
 A build worker's fixed start (spawn, imports, ONNX sessions, the passage tokenizer) is ~0.7 s of
 CPU, 2-5 s of wall on a loaded 2-core box: most of a small semantic phase. The sync job spawns
 the worker while its lexical phase runs, so the first embed request finds the model loaded
-(`bench/RESULTS.md`, "Semantic phase as the user sees it").
+(`bench/RESULTS.md`, "Semantic phase as the user sees it"); a sync whose files all turn out
+to hold the bytes already indexed (touched, checked out again) spawns none.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from typing import TYPE_CHECKING
 import rag_semantic
 from helpers.errors import RagError
 from helpers.semantic.model import check_availability, load_model_info
+from helpers.text.chunking import CHUNK_SCHEME
 from rag_semantic_client import DEFAULT_THREADS, SemanticWorker
 
 if TYPE_CHECKING:
     from rag_config import Config
 
 log = logging.getLogger(__name__)
+# rag_sync outcomes of a file read into new text (unchanged, failed and skipped files bring
+# nothing to embed).
+NEW_TEXT_OUTCOMES = frozenset({"added", "updated"})
 
 
 class WorkerPrewarm:
@@ -52,6 +57,9 @@ class WorkerPrewarm:
         )
         self.started_at: float | None = None  # time.monotonic() of the spawn
         self.closed = False
+        # The sync's index and folder, for PlanWatch to tell a file that may hold the indexed
+        # bytes from one that cannot (set by prewarm_for_sync).
+        self.index: tuple[sqlite3.Connection, Path] | None = None
         self._hashing: threading.Thread | None = None
 
     @property
@@ -98,7 +106,8 @@ class WorkerPrewarm:
         return w
 
     def watch(self, observer: object) -> PlanWatch:
-        """`observer` (the job's sync observer) that also starts this prewarm at the plan."""
+        """`observer` (the job's sync observer) that also starts this prewarm at the first
+        file that changes chunks (PlanWatch)."""
         return PlanWatch(observer, self)
 
     def close(self) -> None:
@@ -112,10 +121,11 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
 
     None when semantic search is off or no model is usable. Spawned at once when the vectors
     are already behind the chunks (no generation, or another count: semantic switched on, a
-    cancelled or failed build); else by `PlanWatch` once the plan has files to read, so a sync
-    that reads nothing spawns nothing. The model is not hashed here (that would delay the
-    lexical phase on a fresh cache): a model change alone is left to the build, which spawns
-    its worker as before. Never raises: a prewarm is only a head start.
+    cancelled or failed build); else by `PlanWatch` at the first file that changes chunks, so
+    a sync that reads nothing, or only bytes already indexed, spawns nothing. The model is not
+    hashed here (that would delay the lexical phase on a fresh cache): a model change alone is
+    left to the build, which spawns its worker as before. Never raises: a prewarm is only a
+    head start.
     """
     try:
         cache_dir = config.data_dir / rag_semantic.CACHE_SUBDIR
@@ -132,6 +142,7 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
             log_path=config.logs_dir / rag_semantic.WORKER_LOG,
             cache_dir=cache_dir,
         )
+        prewarm.index = (conn, config.knowledge_dir)
         current = rag_semantic.latest_ready_generation(conn)
         (chunks,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
         if chunks and (current is None or current.vector_count != chunks):
@@ -143,17 +154,52 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
 
 
 class PlanWatch:
-    """A sync observer that starts the prewarm when the plan has files to read (each may
-    change chunks) and passes every call on to the job's own observer."""
+    """A sync observer that starts the prewarm at the first file that changes chunks, and
+    passes every call on to the job's own observer.
+
+    A new file, one of another size than indexed, or an indexed one of an older chunk scheme
+    starts it as the file starts: at once, for a normal sync. A file of the indexed size may
+    hold the indexed bytes (touched, checked out again), and a failed one may fail again:
+    those start it only when their outcome says they were read into new text."""
 
     def __init__(self, observer: object, prewarm: WorkerPrewarm) -> None:
         self._observer = observer
         self._prewarm = prewarm
 
-    def on_plan(self, total_files: int, total_bytes: int) -> None:
-        if total_files:
-            self._prewarm.start(f"{total_files} file{'s' * (total_files != 1)} to read")
-        self._observer.on_plan(total_files, total_bytes)  # type: ignore[attr-defined]
+    def on_file_start(self, rel_path: str) -> None:
+        if self._prewarm.started_at is None:
+            why = self._cannot_be_same(rel_path)
+            if why:
+                self._prewarm.start(f"{rel_path} {why}")
+        self._observer.on_file_start(rel_path)  # type: ignore[attr-defined]
+
+    def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
+        if outcome in NEW_TEXT_OUTCOMES:
+            self._prewarm.start(f"{rel_path} was {outcome}")
+        self._observer.on_file_done(rel_path, outcome, size, error)  # type: ignore[attr-defined]
+
+    def _cannot_be_same(self, rel_path: str) -> str | None:
+        """Why `rel_path` will change chunks whatever its bytes, None when it may not."""
+        if self._prewarm.index is None:
+            return "is to read"
+        conn, root = self._prewarm.index
+        try:
+            row = conn.execute(
+                "SELECT size, status, chunk_scheme FROM documents WHERE path = ?", (rel_path,)
+            ).fetchone()
+        except sqlite3.Error as exc:  # a head start only: the sync itself meets the problem
+            return f"is to read ({exc})"
+        if row is None:
+            return "is new"
+        try:
+            size = (root / rel_path).stat().st_size
+        except OSError:
+            return None  # its own turn reports it
+        if size != row[0]:
+            return "changed size"
+        if row[1] == "indexed" and row[2] != CHUNK_SCHEME:
+            return "is re-chunked"
+        return None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._observer, name)

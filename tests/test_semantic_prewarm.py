@@ -123,7 +123,7 @@ def test_the_build_embeds_with_the_worker_the_sync_started_ahead(
     view = detached_sync(semantic_config)
     assert view.state == "succeeded", view.message
     [(pid, why)] = started_ahead(semantic_config, view.job_id)
-    assert why == "4 files to read"  # spawned at the plan, before any file was read
+    assert why == "note0.md is new"  # spawned at the first file, before it was read
     lines = worker_lines(semantic_config)
     assert {p for p, _ in lines} == {pid}  # no second worker was spawned for the build
     messages = [m for _, m in lines]
@@ -134,7 +134,7 @@ def test_the_build_embeds_with_the_worker_the_sync_started_ahead(
     wait_until(lambda: not alive(pid), "the worker to exit with its job")
 
 
-def test_a_sync_that_reads_nothing_spawns_no_worker_and_a_touched_file_only_a_short_one(
+def test_a_sync_that_reads_nothing_or_only_the_same_bytes_spawns_no_worker(
     semantic_config: Config, knowledge: Path
 ) -> None:
     write_notes(knowledge)
@@ -144,18 +144,37 @@ def test_a_sync_that_reads_nothing_spawns_no_worker_and_a_touched_file_only_a_sh
     assert unchanged.state == "succeeded" and unchanged.counts["unchanged"] == 4
     assert started_ahead(semantic_config, unchanged.job_id) == []
     assert worker_lines(semantic_config) == before  # no process was spawned at all
-    # Same bytes, new mtime: the file is read again, its chunks do not change, and the worker
-    # spawned at the plan is closed when the build finds nothing to embed.
-    note = knowledge / "note1.md"
-    os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns + 10**9))
+    # Same bytes, new mtime: the files are read again and their chunks do not change, so
+    # there is nothing to embed and no worker to start (a checkout or a copy touches many).
+    for n in range(4):
+        note = knowledge / f"note{n}.md"
+        os.utime(note, ns=(note.stat().st_atime_ns, note.stat().st_mtime_ns + 10**9))
     touched = detached_sync(semantic_config)
     assert touched.state == "succeeded" and touched.counts["unchanged"] == 4
-    [(pid, why)] = started_ahead(semantic_config, touched.job_id)
-    assert why == "1 file to read"
-    assert not any(
-        p == pid and m.startswith("model ready") for p, m in worker_lines(semantic_config)
-    )
-    wait_until(lambda: not alive(pid), "the unused worker to exit with its job")
+    assert touched.total_files == 4  # all four were read again
+    assert started_ahead(semantic_config, touched.job_id) == []
+    assert worker_lines(semantic_config) == before
+    vectors, chunks = vector_and_chunk_counts(semantic_config)
+    assert vectors == chunks > 0
+
+
+def test_an_edit_that_keeps_the_size_starts_the_worker_once_the_file_is_read(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    write_notes(knowledge)
+    assert detached_sync(semantic_config).state == "succeeded"
+    note = knowledge / "note2.md"
+    text = note.read_text(encoding="utf-8")
+    edited = text.replace("invoice terms", "invoice rules")
+    assert len(edited) == len(text) and edited != text
+    note.write_text(edited, encoding="utf-8")
+    view = detached_sync(semantic_config)
+    assert view.state == "succeeded" and view.counts["updated"] == 1
+    [(pid, why)] = started_ahead(semantic_config, view.job_id)
+    assert why == "note2.md was updated"  # its size said nothing: its outcome did
+    assert any(p == pid and m.startswith("model ready") for p, m in worker_lines(semantic_config))
+    vectors, chunks = vector_and_chunk_counts(semantic_config)
+    assert vectors == chunks > 0
 
 
 def test_vectors_behind_the_chunks_start_the_worker_with_the_job(
