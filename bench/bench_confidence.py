@@ -2,6 +2,7 @@
 confidence").
 
     python bench/bench_confidence.py --index-root DIR [--mode hybrid] [--dump evidence.jsonl]
+    python bench/bench_confidence.py --from-dump evidence.jsonl   # re-band, no search
 
 DIR/<set> is a synced data dir per set (as for bench_answer_size.py). In-domain: each set's
 queries on its own documents; per band, the share of queries and precision@1 (the top hit, or a
@@ -11,11 +12,14 @@ the share that comes back `low`, and the share that comes back `high` (the worst
 
 Then the calibration, from the same responses (no second search): per set the ceiling (the
 precision@1 of the best 30 % of its queries by each single signal: what any threshold on it could
-reach), a grid over the `high` rule (margin x semantic agreement), and a leave-one-set-out check
-(the grid point chosen on all other sets, scored on the left-out one), so a threshold is never
-fitted to one set. After a ranking change, re-run and move MARGIN_HIGH / AGREE_FOR_HIGH only
-when the leave-one-set-out rows say so. `--dump` writes every query's Evidence for offline study
-(aggregate only: never tune to one query).
+reach), a grid over the `high` rule (margin x semantic agreement x hub x pointer x the second
+route, both sides at their top, x margin and agreement by document; the best GRID_SHOWN points
+and the constants' row are printed), and a leave-one-set-out check (the grid point chosen on
+all other sets, scored on the left-out one), so a threshold is never fitted to one set. After a
+ranking change, re-run and move the constants only when the grid and leave-one-set-out rows say
+so. `--dump` writes every query's Evidence for offline study (aggregate only: never tune to one
+query); `--from-dump` re-reads such a file and bands it with the current rag_confidence, for a
+change to the rule alone (the evidence itself comes from the search that wrote the dump).
 """
 
 from __future__ import annotations
