@@ -6,11 +6,11 @@ share of the query's content words its section holds, how far its fused score st
 runner-up's, its cosine, and whether its section only points at the answer (a cross-reference
 that quotes the query: helpers.lexical.pointers). `high` needs a clear fused winner that the
 semantic side also puts near its top (when it ran), or a narrower one both sides put at their
-top. Fed by the fused
-SearchResult (rag_service calls `assess` after rag_search.search), so ranking changes never
-touch this module (they may move the calibration: re-run bench/bench_confidence.py).
-Thresholds are calibrated on the public eval sets, in-domain and against another set's
-documents (numbers in bench/RESULTS.md, "Answer confidence" and "Pointer spans").
+top. Fed by the fused SearchResult (rag_service calls `assess` after rag_search.search), so
+ranking changes never touch this module (they may move the calibration: re-run
+bench/bench_confidence.py). Thresholds are calibrated on the public eval sets, in-domain and
+against another set's documents (numbers in bench/RESULTS.md, "Answer confidence" and "Pointer
+spans").
 """
 
 from __future__ import annotations
@@ -82,9 +82,10 @@ POINTER_MAX_HIGH = 0.0
 # agreement on a weak match out (the two cross-set queries this route would call `high` had a
 # top cosine of 0.84 and half the query's words); 0.86 is above the median top cosine of
 # another set's questions (0.78-0.84), below the in-domain median of every monolingual set
-# (0.90-0.92; English questions on Thai text have no lexical side to agree). The one grid
-# point (margin 0.1-0.2 x lexical rank 1-3 x cosine 0.84-0.88) meeting the `high` target on all
-# six sets without more cross-set `high` (bench/RESULTS.md, "Answer confidence", 19:45 UTC).
+# (0.90-0.92; English questions on Thai text have no lexical side to agree). Of the grid
+# (margin 0.1-0.2 x lexical rank 1-3 x cosine 0.84-0.88) only margin 0.15 at lexical rank 2
+# meets the `high` target on all six sets; the floor 0.86 adds no cross-set `high` (0.88
+# neither, at a lower debfaq-en precision). bench/RESULTS.md, "Answer confidence", 19:45 UTC.
 # Semantic mode and lexical mode never take it (one side only). None: no second route.
 MARGIN_AGREED: float | None = 0.15
 LEXICAL_AGREE_RANK = 2
@@ -213,13 +214,13 @@ def band(
     if ev.hub > hub_max_high or ev.pointer > pointer_max_high:
         return "medium"
     margin = ev.doc_margin if margin_by_document else ev.margin
-    semantic_rank = ev.doc_semantic_rank if agree_by_document else ev.semantic_rank
-    lexical_rank = ev.doc_lexical_rank if agree_by_document else ev.lexical_rank
-    semantic_ran = ev.cosine is not None
     if agree_by_document:
-        semantic_agrees = semantic_rank is not None and semantic_rank <= AGREE_RANK
+        rank = ev.doc_semantic_rank
+        semantic_agrees = rank is not None and rank <= AGREE_RANK
+        lexical_rank = ev.doc_lexical_rank
     else:
-        semantic_agrees = ev.semantic
+        semantic_agrees, lexical_rank = ev.semantic, ev.lexical_rank
+    semantic_ran = ev.cosine is not None
     if margin >= margin_high and (not (agree_for_high and semantic_ran) or semantic_agrees):
         return "high"
     both_agree = semantic_agrees and lexical_rank is not None and lexical_rank <= lexical_agree_rank
