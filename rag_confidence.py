@@ -5,11 +5,12 @@ Evidence of the top hit: which sides found it (lexical channels, semantic) and h
 share of the query's content words its section holds, how far its fused score stands above the
 runner-up's, its cosine, and whether its section only points at the answer (a cross-reference
 that quotes the query: helpers.lexical.pointers). `high` needs a clear fused winner that the
-semantic side also puts near its top (when it ran): both sides agree. Fed by the fused
-SearchResult (rag_service calls `assess` after rag_search.search), so ranking changes never
-touch this module (they may move the calibration: re-run bench/bench_confidence.py).
-Thresholds are calibrated on the public eval sets, in-domain and against another set's
-documents (numbers in bench/RESULTS.md, "Answer confidence" and "Pointer spans").
+semantic side also puts near its top (when it ran), or a narrower one both sides put at their
+top. Fed by the fused SearchResult (rag_service calls `assess` after rag_search.search), so
+ranking changes never touch this module (they may move the calibration: re-run
+bench/bench_confidence.py). Thresholds are calibrated on the public eval sets, in-domain and
+against another set's documents (numbers in bench/RESULTS.md, "Answer confidence" and "Pointer
+spans").
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from helpers.lexical.pointers import pointer_match, pointer_weight
 from helpers.lexical.query_terms import Query
 from helpers.text.normalize import fold
-from rag_results import SearchResult
+from rag_results import Hit, SearchResult
 
 # A side "agrees" when the top hit is within its first few ranks (chunk ranks inside a channel;
 # several chunks of one passage often take the first places). band() asks it of the semantic
@@ -71,6 +72,33 @@ HUB_MAX_HIGH = 0.5
 # `high` top hit may carry; 0 = none. From bench_confidence.py (bench/RESULTS.md, "Pointer
 # spans").
 POINTER_MAX_HIGH = 0.0
+# A second route to `high` when both sides put the top hit at their top: the semantic side within
+# AGREE_RANK, a lexical channel within LEXICAL_AGREE_RANK and a top cosine of at least
+# AGREED_COSINE_MIN; then a margin of MARGIN_AGREED is enough. Two independent sides naming the
+# same section is evidence the fused margin does not show: on converted documents (slides,
+# sheets, PDF pages) RRF scores are flatter, so right answers that both sides rank first or
+# second often stand only 15-25 % above the runner-up (debfaq-en-mixed had 0.252 of its
+# queries `high` at MARGIN_HIGH, debfaq-en 0.303 on the same questions). The cosine floor keeps
+# agreement on a weak match out (the two cross-set queries this route would call `high` had a
+# top cosine of 0.84 and half the query's words); 0.86 is above the median top cosine of
+# another set's questions (0.78-0.84), below the in-domain median of every monolingual set
+# (0.90-0.92; English questions on Thai text have no lexical side to agree). Of the grid
+# (margin 0.1-0.2 x lexical rank 1-3 x cosine 0.84-0.88) only margin 0.15 at lexical rank 2
+# meets the `high` target on all six sets; the floor 0.86 adds no cross-set `high` (0.88
+# neither, at a lower debfaq-en precision). bench/RESULTS.md, "Answer confidence", 19:45 UTC.
+# Semantic mode and lexical mode never take it (one side only). None: no second route.
+MARGIN_AGREED: float | None = 0.15
+LEXICAL_AGREE_RANK = 2
+AGREED_COSINE_MIN = 0.86
+# The margin is over the first hit with other text (not a copy). MARGIN_BY_DOCUMENT measures it
+# over the first hit of another document instead (two sections of one document competing is no
+# doubt about which document answers); AGREE_BY_DOCUMENT asks agreement of the best rank of any
+# hit of the top document. Studied and off: on debfaq-en-mixed the runner-up is never another
+# section of the top document (0 of 119; manru 52 of 240), so neither moves it; with the
+# second route neither meets more sets (grid ties), and by document manru's `high` precision
+# falls (0.879 -> 0.872).
+MARGIN_BY_DOCUMENT = False
+AGREE_BY_DOCUMENT = False
 
 
 @dataclass(frozen=True)
@@ -84,40 +112,63 @@ class Evidence:
     cosine_gap: float  # top hit's cosine minus the median cosine of the other hits (0: none)
     hub: float = 0.0  # the top section's hub score (sections.hub: 0 prose, 1 a contents page)
     pointer: float = 0.0  # how far the top section matches only by quoting the query (0-1)
+    lexical_rank: int | None = None  # the top hit's best rank in a lexical channel (None: none)
+    semantic_rank: int | None = None  # its rank in the semantic channel (None: not there)
+    doc_margin: float = 0.0  # the margin over the first hit of another document (not a copy)
+    doc_lexical_rank: int | None = None  # best lexical rank of any hit of the top document
+    doc_semantic_rank: int | None = None  # best semantic rank of any hit of the top document
 
 
 def evidence(result: SearchResult) -> Evidence:
     if not result.hits:
         return Evidence(0, 0.0, False, False, None, 0.0, 0.0)
     top = result.hits[0]
-    lexical = any(c.rank <= AGREE_RANK for name, c in top.channels.items() if name != "semantic")
     sem = top.channels.get("semantic")
     cosine = sem.score if sem is not None else None
     if cosine is None and "semantic" in result.channels_used:
         cosine = 0.0  # semantic ran and did not find the top hit at all
     # The runner-up is the first hit with other text: a copy of the top document ties with it.
     top_text = result.sections.get(top.section_id)
-    second = next(
-        (h.score for h in result.hits[1:] if result.sections.get(h.section_id) != top_text), 0.0
-    )
-    margin = (top.score - second) / top.score if top.score > 0 else 0.0
+    other_text = [h for h in result.hits[1:] if result.sections.get(h.section_id) != top_text]
+    own = [
+        h
+        for h in result.hits
+        if h.path == top.path or result.sections.get(h.section_id) == top_text
+    ]
+    other_doc = next((h for h in other_text if h.path != top.path), None)
     others = sorted(
         h.channels["semantic"].score for h in result.hits[1:] if "semantic" in h.channels
     )
     gap = (cosine or 0.0) - others[len(others) // 2] if others and cosine else 0.0
     text = result.sections.get(top.section_id, top.snippet)
     pointer = pointer_weight(pointer_match(Query.parse(result.query), text))
+    lexical_rank = _best_rank([top], lexical=True)
     return Evidence(
         hits=len(result.hits),
         coverage=coverage(result.query, text),
-        lexical=lexical,
+        lexical=lexical_rank is not None and lexical_rank <= AGREE_RANK,
         semantic=sem is not None and sem.rank <= AGREE_RANK,
         cosine=cosine,
-        margin=margin,
+        margin=_margin(top.score, other_text[0].score if other_text else 0.0),
         cosine_gap=gap,
         hub=top.hub,
         pointer=pointer,
+        lexical_rank=lexical_rank,
+        semantic_rank=sem.rank if sem is not None else None,
+        doc_margin=_margin(top.score, other_doc.score if other_doc else 0.0),
+        doc_lexical_rank=_best_rank(own, lexical=True),
+        doc_semantic_rank=_best_rank(own, lexical=False),
     )
+
+
+def _margin(top: float, second: float) -> float:
+    return (top - second) / top if top > 0 else 0.0
+
+
+def _best_rank(hits: list[Hit], lexical: bool) -> int | None:
+    """Best rank of these hits in the lexical channels (or in the semantic one); None: none."""
+    ranks = [c.rank for h in hits for n, c in h.channels.items() if (n != "semantic") == lexical]
+    return min(ranks) if ranks else None
 
 
 def coverage(raw_query: str, text: str) -> float:
@@ -141,11 +192,16 @@ def band(
     hub_max_high: float = HUB_MAX_HIGH,
     cosine_strong: float = COSINE_STRONG,
     pointer_max_high: float = POINTER_MAX_HIGH,
+    margin_agreed: float | None = MARGIN_AGREED,
+    lexical_agree_rank: int = LEXICAL_AGREE_RANK,
+    agreed_cosine_min: float = AGREED_COSINE_MIN,
+    margin_by_document: bool = MARGIN_BY_DOCUMENT,
+    agree_by_document: bool = AGREE_BY_DOCUMENT,
 ) -> str:
-    """low when neither side really matched, high for a clear winner that the semantic side
-    agrees with (when it ran) and that is neither a hub nor a pointer to the answer, else
-    medium. The keyword arguments are for calibration (bench/bench_confidence.py); search uses
-    the constants."""
+    """low when neither side really matched; high for a top hit that is neither a hub nor a
+    pointer to the answer and is a clear winner the semantic side agrees with (when it ran), or
+    a narrower winner both sides put at their top; else medium. The keyword arguments are for
+    calibration (bench/bench_confidence.py); search uses the constants."""
     if ev.hits == 0:
         return "low"
     semantic_weak = (
@@ -155,12 +211,23 @@ def band(
     )
     if ev.coverage < COVERAGE_MIN and semantic_weak:
         return "low"
-    if ev.margin < margin_high or ev.hub > hub_max_high or ev.pointer > pointer_max_high:
+    if ev.hub > hub_max_high or ev.pointer > pointer_max_high:
         return "medium"
+    margin = ev.doc_margin if margin_by_document else ev.margin
+    if agree_by_document:
+        rank = ev.doc_semantic_rank
+        semantic_agrees = rank is not None and rank <= AGREE_RANK
+        lexical_rank = ev.doc_lexical_rank
+    else:
+        semantic_agrees, lexical_rank = ev.semantic, ev.lexical_rank
     semantic_ran = ev.cosine is not None
-    if agree_for_high and semantic_ran and not ev.semantic:
-        return "medium"
-    return "high"
+    if margin >= margin_high and (not (agree_for_high and semantic_ran) or semantic_agrees):
+        return "high"
+    both_agree = semantic_agrees and lexical_rank is not None and lexical_rank <= lexical_agree_rank
+    sure = ev.cosine is not None and ev.cosine >= agreed_cosine_min
+    if margin_agreed is not None and margin >= margin_agreed and both_agree and sure:
+        return "high"
+    return "medium"
 
 
 def assess(result: SearchResult) -> str:

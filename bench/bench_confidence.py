@@ -2,6 +2,7 @@
 confidence").
 
     python bench/bench_confidence.py --index-root DIR [--mode hybrid] [--dump evidence.jsonl]
+    python bench/bench_confidence.py --from-dump evidence.jsonl   # re-band, no search
 
 DIR/<set> is a synced data dir per set (as for bench_answer_size.py). In-domain: each set's
 queries on its own documents; per band, the share of queries and precision@1 (the top hit, or a
@@ -11,11 +12,14 @@ the share that comes back `low`, and the share that comes back `high` (the worst
 
 Then the calibration, from the same responses (no second search): per set the ceiling (the
 precision@1 of the best 30 % of its queries by each single signal: what any threshold on it could
-reach), a grid over the `high` rule (margin x semantic agreement), and a leave-one-set-out check
-(the grid point chosen on all other sets, scored on the left-out one), so a threshold is never
-fitted to one set. After a ranking change, re-run and move MARGIN_HIGH / AGREE_FOR_HIGH only
-when the leave-one-set-out rows say so. `--dump` writes every query's Evidence for offline study
-(aggregate only: never tune to one query).
+reach), a grid over the `high` rule (margin x semantic agreement x hub x pointer x the second
+route, both sides at their top, x margin and agreement by document; the best GRID_SHOWN points
+and the constants' row are printed), and a leave-one-set-out check (the grid point chosen on
+all other sets, scored on the left-out one), so a threshold is never fitted to one set. After a
+ranking change, re-run and move the constants only when the grid and leave-one-set-out rows say
+so. `--dump` writes every query's Evidence for offline study (aggregate only: never tune to one
+query); `--from-dump` re-reads such a file and bands it with the current rag_confidence, for a
+change to the rule alone (the evidence itself comes from the search that wrote the dump).
 """
 
 from __future__ import annotations
@@ -57,7 +61,25 @@ MARGIN_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 AGREE_GRID = (False, True)
 HUB_GRID = (0.5, 1.0)  # 1.0: hubs not excluded from high
 POINTER_GRID = (0.0, 1.0)  # POINTER_MAX_HIGH; 1.0: pointers to the answer not excluded
-GRID_KEYS = ("margin_high", "agree_for_high", "hub_max_high", "pointer_max_high")
+# the second route to high (both sides agree, smaller margin): MARGIN_AGREED x
+# LEXICAL_AGREE_RANK; None first, so a tie keeps the rule without it
+AGREED_GRID = (
+    (None, 1, rag_confidence.COSINE_MIN),
+    *itertools.product((0.1, 0.15, 0.2), (1, 2, 3), (rag_confidence.COSINE_MIN, 0.86, 0.88)),
+)
+BY_DOCUMENT_GRID = (False, True)  # MARGIN_BY_DOCUMENT, AGREE_BY_DOCUMENT
+GRID_KEYS = (
+    "margin_high",
+    "agree_for_high",
+    "hub_max_high",
+    "pointer_max_high",
+    "margin_agreed",
+    "lexical_agree_rank",
+    "agreed_cosine_min",
+    "margin_by_document",
+    "agree_by_document",
+)
+GRID_SHOWN = 25  # grid rows printed: the best by the objective, and the constants' own row
 STRONG_GRID = (0.86, 0.88, 0.90, 0.92, 1.0)  # COSINE_STRONG for `low`; 1.0: off
 # leave-one-out folds by corpus: the two debfaq sets (same text, other formats) and the two
 # udhr sets (same documents) are left out together, so a fold never trains on its own twin
@@ -70,6 +92,10 @@ SIGNALS = {
     "coverage": lambda ev: ev.coverage + 1e-3 * ev.margin,  # ties (many 1.0) by margin
     "agreement+margin": lambda ev: float(ev.semantic and ev.lexical) + ev.margin,
     "margin, no pointer": lambda ev: ev.margin - float(ev.pointer > 0),
+    "margin over another document": lambda ev: ev.doc_margin,
+    "both sides top 2 + margin": lambda ev: (
+        ev.margin + float((ev.semantic_rank or 99) <= 2 and (ev.lexical_rank or 99) <= 2)
+    ),
 }
 
 
@@ -109,8 +135,26 @@ def run(
         correct = correct and in_domain
         out.append(Row(queries_of, docs_of, in_domain, ev, result.confidence, correct))
         if dump is not None:
-            row = {"q": queries_of, "d": docs_of, "ok": correct, **dataclasses.asdict(ev)}
+            row = {"q": queries_of, "d": docs_of, "ok": correct, "in_domain": in_domain}
+            row |= {"band": result.confidence, **dataclasses.asdict(ev)}
             dump.write(json.dumps(row) + "\n")
+    return out
+
+
+def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool) -> list[Row]:
+    """The rows of one run from a --dump file (mode as dumped), banded by the current rule:
+    recalibrate after a change to rag_confidence without searching again. Fields a dump from
+    an older Evidence lacks take their defaults."""
+    fields = {f.name for f in dataclasses.fields(rag_confidence.Evidence)}
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if (row["q"], row["d"]) != (queries_of, docs_of):
+            continue
+        if row.get("in_domain", (queries_of, docs_of) not in CROSS_PAIRS) != in_domain:
+            continue
+        ev = rag_confidence.Evidence(**{k: v for k, v in row.items() if k in fields})
+        out.append(Row(queries_of, docs_of, in_domain, ev, rag_confidence.band(ev), row["ok"]))
     return out
 
 
@@ -148,9 +192,23 @@ def grid_point(
     agree: bool,
     hub: float,
     pointer: float = rag_confidence.POINTER_MAX_HIGH,
+    margin_agreed: float | None = rag_confidence.MARGIN_AGREED,
+    lexical_agree_rank: int = rag_confidence.LEXICAL_AGREE_RANK,
+    agreed_cosine_min: float = rag_confidence.AGREED_COSINE_MIN,
+    margin_by_document: bool = rag_confidence.MARGIN_BY_DOCUMENT,
+    agree_by_document: bool = rag_confidence.AGREE_BY_DOCUMENT,
 ) -> dict[str, Any]:
+    knobs = {
+        "pointer_max_high": pointer,
+        "margin_agreed": margin_agreed,
+        "lexical_agree_rank": lexical_agree_rank,
+        "agreed_cosine_min": agreed_cosine_min,
+        "margin_by_document": margin_by_document,
+        "agree_by_document": agree_by_document,
+    }
+
     def band(ev: rag_confidence.Evidence) -> str:
-        return rag_confidence.band(ev, margin, agree, hub, pointer_max_high=pointer)
+        return rag_confidence.band(ev, margin, agree, hub, **knobs)
 
     per_set = {}
     for name, rows in sets.items():
@@ -162,7 +220,7 @@ def grid_point(
         "margin_high": margin,
         "agree_for_high": agree,
         "hub_max_high": hub,
-        "pointer_max_high": pointer,
+        **knobs,
         "sets_met": sum(v["met"] for v in per_set.values()),
         "min_p_at_1": min((v["p_at_1"] or 0.0) for v in per_set.values()),
         "cross_high": round(cross_bands.count("high") / len(cross), 3) if cross else None,
@@ -215,9 +273,19 @@ def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
     low_grid(sets, cross, mode)
     for name, rows in sets.items():
         print(json.dumps({"ceiling_top30": name, "mode": mode, **ceiling(rows)}), flush=True)
-    grid = list(itertools.product(MARGIN_GRID, AGREE_GRID, HUB_GRID, POINTER_GRID))
-    for point in grid:
-        print(json.dumps({"grid": mode, **grid_point(sets, cross, *point)}), flush=True)
+    grid = [
+        (*head, *agreed, *by_doc)
+        for head in itertools.product(MARGIN_GRID, AGREE_GRID, HUB_GRID, POINTER_GRID)
+        for agreed in AGREED_GRID
+        for by_doc in itertools.product(BY_DOCUMENT_GRID, BY_DOCUMENT_GRID)
+    ]
+    points = [grid_point(sets, cross, *point) for point in grid]
+    current = tuple(getattr(rag_confidence, key.upper()) for key in GRID_KEYS)
+    ranked = sorted(range(len(grid)), key=lambda i: _objective(points[i]), reverse=True)
+    for i in ranked[:GRID_SHOWN]:
+        print(json.dumps({"grid": mode, **points[i]}), flush=True)
+    now = grid_point(sets, cross, *current)
+    print(json.dumps({"grid": mode, "constants": True, **now}), flush=True)
     for fold in FOLDS:
         held = {k: v for k, v in sets.items() if k in fold}
         train = {k: v for k, v in sets.items() if k not in fold}
@@ -233,19 +301,28 @@ def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--index-root", type=Path, required=True)
+    parser.add_argument("--index-root", type=Path)
+    parser.add_argument("--from-dump", type=Path, help="rows of an earlier --dump, no search")
     parser.add_argument("--mode", default="hybrid")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--dump", type=Path)
     parser.add_argument("--no-calibration", action="store_true")
     args = parser.parse_args()
+    if (args.index_root is None) == (args.from_dump is None):
+        parser.error("give --index-root (search) or --from-dump (rows of an earlier run)")
+
+    def rows_of(queries_of: str, docs_of: str, in_domain: bool) -> list[Row]:
+        if args.from_dump is not None:
+            return from_dump(args.from_dump, queries_of, docs_of, in_domain)
+        return run(queries_of, docs_of, args.index_root, args.mode, dump, in_domain)
+
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     failed = False
     wanted = args.sets.split(",")
     in_domain: dict[str, list[Row]] = {}
     for name in wanted:
         docs = "udhr-th2th" if name == "udhr-en2th" else name
-        rows = run(name, docs, args.index_root, args.mode, dump, True)
+        rows = rows_of(name, docs, True)
         in_domain[name] = rows
         report: dict[str, Any] = {"set": name, "mode": args.mode, "queries": len(rows)}
         report["p_at_1"] = round(sum(r.correct for r in rows) / len(rows), 3)
@@ -257,7 +334,7 @@ def main() -> int:
     for queries_of, docs_of in CROSS_PAIRS:
         if queries_of not in wanted:
             continue
-        rows = run(queries_of, docs_of, args.index_root, args.mode, dump, False)
+        rows = rows_of(queries_of, docs_of, False)
         cross += rows
         bands = Counter(r.band for r in rows)
         low = bands["low"] / len(rows)

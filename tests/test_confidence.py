@@ -4,6 +4,8 @@ side does not back is `medium`, a question nothing answers is `low` in every mod
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,6 +28,11 @@ ANSWERS = {
     "quokka.md": "The quokka is a small wallaby that lives on Rottnest Island near Perth. "
     "Visitors photograph the quokka because it seems to smile.",
     # the only place that names the greenhouse heater quotes the question in a cross-reference
+    # one document, two sections on one topic: the runner-up is the same document
+    "lawn.md": "# Mowing the lawn\n\nMow the lawn once a week in summer and leave the clippings "
+    "on the grass; never cut more than a third of the blade length.\n\n# Mower blades\n\n"
+    "Sharpen the lawn mower blade twice a season with a file; a dull mower blade tears the grass "
+    "and leaves brown tips on the lawn.",
     "shed.md": "The garden shed was repainted last spring and the roof felt replaced; see "
     "Section 4.2, “How do I replace the greenhouse heater fuse?” for the heater itself.",
 }
@@ -82,7 +89,56 @@ def test_a_winner_the_semantic_side_does_not_back_is_medium(config: Config) -> N
     # lexical mode has no semantic side to ask: the margin alone decides
     assert rag_confidence.band(replace(ev, semantic=False, cosine=None)) == "high"
     below = rag_confidence.MARGIN_HIGH - 0.01
-    assert rag_confidence.band(replace(ev, margin=below)) == "medium"
+    assert rag_confidence.band(replace(ev, margin=below), margin_agreed=None) == "medium"
+
+
+def test_a_narrower_winner_both_sides_put_on_top_is_high(config: Config) -> None:
+    """The second route: a margin between MARGIN_AGREED and MARGIN_HIGH is `high` only when
+    the lexical side has the top hit within LEXICAL_AGREE_RANK, the semantic side within
+    AGREE_RANK, and the top cosine is at least AGREED_COSINE_MIN; never without a semantic
+    side (lexical mode) and never below MARGIN_AGREED."""
+    ev = rag_confidence.evidence(
+        rag_service.search(config, "how do I install the scanner driver", mode="hybrid")
+    )
+    assert ev.lexical_rank == 1 and ev.semantic_rank == 1 and ev.semantic and ev.lexical
+    assert ev.cosine >= rag_confidence.AGREED_COSINE_MIN
+    assert rag_confidence.MARGIN_AGREED is not None
+    narrow = replace(ev, margin=(rag_confidence.MARGIN_AGREED + rag_confidence.MARGIN_HIGH) / 2)
+    assert rag_confidence.band(narrow) == "high"
+    assert rag_confidence.band(narrow, margin_agreed=None) == "medium"  # the route decides
+    far = replace(narrow, lexical_rank=rag_confidence.LEXICAL_AGREE_RANK + 1)
+    assert rag_confidence.band(far) == "medium"
+    assert rag_confidence.band(replace(narrow, lexical_rank=None)) == "medium"
+    assert rag_confidence.band(replace(narrow, semantic=False)) == "medium"
+    unsure = replace(narrow, cosine=rag_confidence.AGREED_COSINE_MIN - 0.01)
+    assert rag_confidence.band(unsure) == "medium"
+    assert rag_confidence.band(replace(narrow, cosine=None, semantic=False)) == "medium"
+    below = replace(narrow, margin=rag_confidence.MARGIN_AGREED - 0.01)
+    assert rag_confidence.band(below) == "medium"
+    assert rag_confidence.band(replace(narrow, hub=1.0)) == "medium"
+    assert rag_confidence.band(replace(narrow, pointer=1.0)) == "medium"
+
+
+def test_document_level_evidence_when_two_sections_of_one_document_lead(config: Config) -> None:
+    """Both lawn sections match: the runner-up is the same document, so the margin over the
+    first hit of another document is larger, and the document's best ranks are its sections'."""
+    result = rag_service.search(config, "sharpen the lawn mower blade", mode="hybrid")
+    ev = rag_confidence.evidence(result)
+    top, second = result.hits[0], result.hits[1]
+    assert top.path == second.path == "lawn.md", [h.path for h in result.hits]
+    assert top.section_id != second.section_id
+    assert ev.doc_margin > ev.margin
+    other = next(h for h in result.hits if h.path != "lawn.md")
+    assert ev.doc_margin == pytest.approx((top.score - other.score) / top.score)
+    own = [h for h in result.hits if h.path == "lawn.md"]
+    assert ev.doc_semantic_rank == min(h.channels["semantic"].rank for h in own)
+    lexical = [c.rank for h in own for n, c in h.channels.items() if n != "semantic"]
+    assert ev.doc_lexical_rank == min(lexical) and ev.lexical_rank >= ev.doc_lexical_rank
+    assert ev.semantic_rank == top.channels["semantic"].rank
+    # measured by document, the same evidence may only gain: never a lower band
+    order = ["low", "medium", "high"]
+    by_doc = rag_confidence.band(ev, margin_by_document=True, agree_by_document=True)
+    assert order.index(by_doc) >= order.index(rag_confidence.band(ev))
 
 
 def test_a_hub_on_top_is_never_high(config: Config) -> None:
@@ -164,6 +220,14 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
     report = bench.band_report(rows, [r.band for r in rows])
     assert point["sets"]["s"]["share"] == report["high"]["share"]
     assert point["sets"]["s"]["p_at_1"] == report["high"]["p_at_1"]
+    # a --dump file gives the same rows back (recalibration without searching again)
+    dump = tmp_path / "ev.jsonl"
+    with dump.open("w", encoding="utf-8") as out:
+        for r in rows:
+            line = {"q": "s", "d": "s", "ok": r.correct, "in_domain": True, "band": r.band}
+            out.write(json.dumps(line | dataclasses.asdict(r.evidence)) + "\n")
+    assert bench.from_dump(dump, "s", "s", True) == rows
+    assert bench.from_dump(dump, "s", "s", False) == []
 
 
 def test_a_strong_cosine_is_evidence_without_a_gap(config: Config) -> None:
