@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import rag_semantic
 from helpers.errors import RagError
 from helpers.semantic.model import check_availability, load_model_info
-from helpers.text.chunking import CHUNK_SCHEME
+from helpers.skips import SkipReason
 from rag_semantic_client import DEFAULT_THREADS, SemanticWorker
 
 if TYPE_CHECKING:
@@ -60,6 +60,9 @@ class WorkerPrewarm:
         # The sync's index and folder, for PlanWatch to tell a file that may hold the indexed
         # bytes from one that cannot (set by prewarm_for_sync).
         self.index: tuple[sqlite3.Connection, Path] | None = None
+        # paths skipped after reading by the last sync (mostly secret): read at job start,
+        # before this sync's skip list replaces theirs
+        self.skipped_after_reading: frozenset[str] = frozenset()
         self._hashing: threading.Thread | None = None
 
     @property
@@ -143,6 +146,7 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
             cache_dir=cache_dir,
         )
         prewarm.index = (conn, config.knowledge_dir)
+        prewarm.skipped_after_reading = _skipped_after_reading(conn)
         current = rag_semantic.latest_ready_generation(conn)
         (chunks,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
         if chunks and (current is None or current.vector_count != chunks):
@@ -157,10 +161,11 @@ class PlanWatch:
     """A sync observer that starts the prewarm at the first file that changes chunks, and
     passes every call on to the job's own observer.
 
-    A new file, one of another size than indexed, or an indexed one of an older chunk scheme
-    starts it as the file starts: at once, for a normal sync. A file of the indexed size may
-    hold the indexed bytes (touched, checked out again), and a failed one may fail again:
-    those start it only when their outcome says they were read into new text."""
+    A new file or one of another size than indexed starts it as the file starts: at once, for
+    a normal sync. A file of the indexed size may hold the indexed bytes (touched, checked out
+    again), one skipped last time (a secret) may be skipped again, a failed one may fail again,
+    and one of an older chunk scheme may keep its OCR text as is: those start it only when
+    their outcome says they were read into new text."""
 
     def __init__(self, observer: object, prewarm: WorkerPrewarm) -> None:
         self._observer = observer
@@ -190,6 +195,8 @@ class PlanWatch:
         except sqlite3.Error as exc:  # a head start only: the sync itself meets the problem
             return f"is to read ({exc})"
         if row is None:
+            if rel_path in self._prewarm.skipped_after_reading:
+                return None  # skipped last time (a secret, say): its outcome tells
             return "is new"
         try:
             size = (root / rel_path).stat().st_size
@@ -197,9 +204,19 @@ class PlanWatch:
             return None  # its own turn reports it
         if size != row[0]:
             return "changed size"
-        if row[1] == "indexed" and row[2] != CHUNK_SCHEME:
-            return "is re-chunked"
+        # An older chunk scheme is left to its outcome too: OCR text kept as is (no engine
+        # here) comes out unchanged, and a re-chunked file starts it when it is written.
         return None
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._observer, name)
+
+
+def _skipped_after_reading(conn: sqlite3.Connection) -> frozenset[str]:
+    try:
+        rows = conn.execute(
+            "SELECT path FROM skipped_files WHERE reason = ?", (str(SkipReason.SECRET),)
+        ).fetchall()
+    except sqlite3.Error:  # an index from before skipped_files: nothing known
+        return frozenset()
+    return frozenset(path for (path,) in rows)

@@ -136,20 +136,22 @@ def run(
         out.append(Row(queries_of, docs_of, in_domain, ev, result.confidence, correct))
         if dump is not None:
             row = {"q": queries_of, "d": docs_of, "ok": correct, "in_domain": in_domain}
+            row["mode"] = mode
             row |= {"band": result.confidence, **dataclasses.asdict(ev)}
             dump.write(json.dumps(row) + "\n")
     return out
 
 
-def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool) -> list[Row]:
-    """The rows of one run from a --dump file (mode as dumped), banded by the current rule:
-    recalibrate after a change to rag_confidence without searching again. Fields a dump from
-    an older Evidence lacks take their defaults."""
+def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool, mode: str) -> list[Row]:
+    """The rows of one run from a --dump file, banded by the current rule: recalibrate after a
+    change to rag_confidence without searching again. Rows dumped in another --mode are left
+    out (a dump without modes counts as the asked one); fields a dump from an older Evidence
+    lacks take their defaults."""
     fields = {f.name for f in dataclasses.fields(rag_confidence.Evidence)}
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
-        if (row["q"], row["d"]) != (queries_of, docs_of):
+        if (row["q"], row["d"]) != (queries_of, docs_of) or row.get("mode", mode) != mode:
             continue
         if row.get("in_domain", (queries_of, docs_of) not in CROSS_PAIRS) != in_domain:
             continue
@@ -310,10 +312,12 @@ def main() -> int:
     args = parser.parse_args()
     if (args.index_root is None) == (args.from_dump is None):
         parser.error("give --index-root (search) or --from-dump (rows of an earlier run)")
+    if args.from_dump is not None and args.dump is not None:
+        parser.error("--dump writes the rows of a search; --from-dump re-reads them (not both)")
 
     def rows_of(queries_of: str, docs_of: str, in_domain: bool) -> list[Row]:
         if args.from_dump is not None:
-            return from_dump(args.from_dump, queries_of, docs_of, in_domain)
+            return from_dump(args.from_dump, queries_of, docs_of, in_domain, args.mode)
         return run(queries_of, docs_of, args.index_root, args.mode, dump, in_domain)
 
     dump = args.dump.open("w", encoding="utf-8") if args.dump else None
@@ -323,6 +327,9 @@ def main() -> int:
     for name in wanted:
         docs = "udhr-th2th" if name == "udhr-en2th" else name
         rows = rows_of(name, docs, True)
+        if not rows:
+            print(json.dumps({"set": name, "mode": args.mode, "queries": 0}), flush=True)
+            continue
         in_domain[name] = rows
         report: dict[str, Any] = {"set": name, "mode": args.mode, "queries": len(rows)}
         report["p_at_1"] = round(sum(r.correct for r in rows) / len(rows), 3)
@@ -335,6 +342,8 @@ def main() -> int:
         if queries_of not in wanted:
             continue
         rows = rows_of(queries_of, docs_of, False)
+        if not rows:
+            continue
         cross += rows
         bands = Counter(r.band for r in rows)
         low = bands["low"] / len(rows)

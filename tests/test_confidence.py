@@ -225,9 +225,11 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
     with dump.open("w", encoding="utf-8") as out:
         for r in rows:
             line = {"q": "s", "d": "s", "ok": r.correct, "in_domain": True, "band": r.band}
+            line["mode"] = "hybrid"
             out.write(json.dumps(line | dataclasses.asdict(r.evidence)) + "\n")
-    assert bench.from_dump(dump, "s", "s", True) == rows
-    assert bench.from_dump(dump, "s", "s", False) == []
+    assert bench.from_dump(dump, "s", "s", True, "hybrid") == rows
+    assert bench.from_dump(dump, "s", "s", False, "hybrid") == []
+    assert bench.from_dump(dump, "s", "s", True, "lexical") == []  # another mode's rows
 
 
 def test_a_strong_cosine_is_evidence_without_a_gap(config: Config) -> None:

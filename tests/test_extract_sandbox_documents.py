@@ -183,6 +183,29 @@ def test_a_child_that_dies_on_a_prefetched_file_is_reported_once_and_not_read_ag
     assert sent == ["b.pdf", "c.pdf"]
 
 
+def test_a_prefetch_whose_write_meets_the_dead_childs_closed_pipe_keeps_the_crash_for_its_file(
+    tmp_path: Path, sandbox: SandboxedExtractor
+):
+    """The window between a child's death and poll() seeing it: the next prefetch's write
+    fails on the closed pipe. The file the child died on still gets the crash, read once."""
+    crasher = write_text_pdf(tmp_path / "b.pdf", [["bravo page the child died on"]])
+    after = write_text_pdf(tmp_path / "c.pdf", [["charlie page read after the crash"]])
+    sent = _recording_sends(sandbox)
+    sandbox.prefetch(crasher)
+    child = sandbox._proc
+    assert child is not None
+    os.kill(child.pid, signal.SIGSEGV)
+    child.wait()
+    real_poll = child.poll
+    child.poll = lambda: None  # type: ignore[method-assign]  # the exit not seen yet
+    sandbox.prefetch(after)  # its write meets the closed pipe
+    child.poll = real_poll  # type: ignore[method-assign]
+    with pytest.raises(ExtractionError, match=r"crashed \(exit code -11\)"):
+        sandbox.read_document(crasher, no_cancel)
+    assert sandbox.read_document(after, no_cancel) == in_process(after)
+    assert sent.count("b.pdf") == 1
+
+
 class _Outcomes(RecordingObserver):
     def __init__(self) -> None:
         super().__init__()

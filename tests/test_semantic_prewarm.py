@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import make_config, write_corpus
+from secret_fixtures import SECRETS
 from semantic_fixtures import EVAL_DIR, REAL_MODEL_DIR, add_document, real_sentences
 
 import rag_db
@@ -156,6 +157,23 @@ def test_a_sync_that_reads_nothing_or_only_the_same_bytes_spawns_no_worker(
     assert worker_lines(semantic_config) == before
     vectors, chunks = vector_and_chunk_counts(semantic_config)
     assert vectors == chunks > 0
+
+
+def test_a_file_skipped_as_secret_last_time_does_not_start_the_worker_again(
+    semantic_config: Config, knowledge: Path
+) -> None:
+    """A mostly-secret file leaves no documents row, so every sync reads it again; it is not
+    new text to embed and starts no worker unless it comes out indexed."""
+    write_notes(knowledge)
+    (knowledge / "keys.txt").write_text(SECRETS[1].value + "\n", encoding="utf-8")
+    first = detached_sync(semantic_config)
+    assert first.state == "succeeded" and first.counts["skipped"] >= 1
+    before = worker_lines(semantic_config)
+    again = detached_sync(semantic_config)
+    assert again.state == "succeeded" and again.counts["unchanged"] == 4
+    assert again.total_files >= 1  # keys.txt was read again
+    assert started_ahead(semantic_config, again.job_id) == []
+    assert worker_lines(semantic_config) == before
 
 
 def test_an_edit_that_keeps_the_size_starts_the_worker_once_the_file_is_read(

@@ -315,7 +315,10 @@ class SandboxedExtractor:
             self._proc.stdin.write((json.dumps(request) + "\n").encode())  # type: ignore[union-attr]
             self._proc.stdin.flush()  # type: ignore[union-attr]
         except OSError as exc:
-            self._kill()
+            if not self._pending:
+                self._kill()
+            # else the child died with files asked for (its pipe closed before poll() saw the
+            # exit): the first of them gets the crash as its answer in its turn, read once.
             raise ExtractionError(f"extraction helper could not start: {exc}") from exc
         self._pending.append((path, document))
 

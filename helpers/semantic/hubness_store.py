@@ -55,23 +55,32 @@ def corrected(
     if weight == 0:
         return hits
     key = generation
-    with _lock:
-        own = _building.setdefault(key, threading.Lock())
-    with own:
+    while True:
         with _lock:
-            state = _cache.get(key)
-        if state is None:
-            state = _state(conn, generation)
+            own = _building.setdefault(key, threading.Lock())
+        with own:
             with _lock:
-                while len(_cache) >= CACHE_SIZE:
-                    _building.pop(old := next(iter(_cache)), None)
-                    _cache.pop(old)
-                _cache[key] = state
-        missing = state.index.missing(cid for cid, _ in hits)
-        if missing:
-            ids, vectors = _candidate_vectors(conn, generation, state, missing)
-            state.index.add(ids, vectors)
-        return state.index.correct(hits, weight)
+                if _building.get(key) is not own:
+                    continue  # evicted while this thread waited: take the current lock
+                state = _cache.get(key)
+            if state is None:
+                try:
+                    state = _state(conn, generation)
+                except BaseException:
+                    with _lock:
+                        if key not in _cache and _building.get(key) is own:
+                            del _building[key]  # no lock left behind for a failed build
+                    raise
+                with _lock:
+                    while len(_cache) >= CACHE_SIZE:
+                        _building.pop(old := next(iter(_cache)), None)
+                        _cache.pop(old)
+                    _cache[key] = state
+            missing = state.index.missing(cid for cid, _ in hits)
+            if missing:
+                ids, vectors = _candidate_vectors(conn, generation, state, missing)
+                state.index.add(ids, vectors)
+            return state.index.correct(hits, weight)
 
 
 def _block_rows(
