@@ -1,0 +1,184 @@
+"""Term proximity: whether a candidate section holds the query's words together.
+
+BM25 scores each word apart, so a page that mentions the query's words scattered over its
+length (or each in passing) ranks with one that says them together where it answers the query.
+Proximity is the classic complement (Tao & Zhai 2007; Büttcher et al. 2006): here, the
+IDF-weighted share of the query's content words that the best window of WINDOW_WORDS
+consecutive words of a section holds (1.0: every word in one window; each word counted once,
+in any form the word channel accepts: Snowball prefix stems, joined identifiers). It is computed
+at query time on the sections the lexical channels already ranked (no index of its own, no
+schema change) and scales each section's lexical score in fusion (rag_search: the lexical
+evidence in hybrid mode, the fused RRF score in lexical mode).
+
+Thai and CJK groups are left out (an unspaced clause is one token to a word regex; the trigram,
+bigram and exact channels serve those scripts), so a query without two spaced words is not
+touched. Questions are left out as the exact channel leaves them out (helpers.lexical.channels):
+an answer rarely repeats the question's words together; lists of questions and cross-references
+do.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from helpers.lexical.common import SearchContext
+from helpers.lexical.query_terms import TermGroup
+from helpers.storage_codec import section_text
+from helpers.text.normalize import fold
+
+_WORD = re.compile(r"[^\W_]+")
+PREFIX_MIN_CHARS = 5  # as helpers.lexical.channels: a whole word this long is also a prefix
+# About a sentence. manru hybrid MRR@10 by window (bench/RESULTS.md, "Term proximity"): 10
+# words 0.722, 15 0.718, 20 0.725, 25 / 30 0.723, 40 0.721 (0.711 without); the FAQ sets and
+# the udhr sets do not move at any of them.
+WINDOW_WORDS = 20
+# Sections read per search, best lexical evidence first: a section is <= 4,000 characters, so
+# <= 200 KB of text (the fused top 8 hits come from far fewer); 100 and 200 rank the same.
+MAX_SECTIONS = 50
+
+
+@dataclass(frozen=True)
+class Term:
+    """One content word of the query: the forms a text word may take, and its IDF weight."""
+
+    exact: frozenset[str]
+    prefixes: tuple[str, ...]
+    weight: float
+
+    def matches(self, word: str) -> bool:
+        return word in self.exact or any(word.startswith(p) for p in self.prefixes)
+
+
+def word_terms(ctx: SearchContext) -> list[Term]:
+    """The query's spaced content words with IDF weights, log(1 + N / df), df counted as the
+    word channel counts it (chunks holding a word that starts with the stem)."""
+    total = max(ctx.chunk_count(), 1)
+    out: dict[tuple[frozenset[str], tuple[str, ...]], Term] = {}
+    for group in ctx.query.content:
+        forms = _forms(group)
+        if forms is None or forms in out:
+            continue
+        exact, prefixes = forms
+        df = ctx.prefix_freq(prefixes[0]) if prefixes else ctx.doc_freq(next(iter(exact)))
+        out[forms] = Term(exact, prefixes, math.log(1.0 + total / max(df, 1)))
+    return list(out.values())
+
+
+def _forms(group: TermGroup) -> tuple[frozenset[str], tuple[str, ...]] | None:
+    if group.parts:  # псевдо-файловая, get_user_name: the joined form is one text word
+        joined = "".join(group.parts)
+        if not _WORD.fullmatch(joined):
+            return None
+        return frozenset({joined}), (joined,) if len(joined) >= PREFIX_MIN_CHARS else ()
+    if group.kind != "word":
+        return None
+    if group.stem:
+        return frozenset({group.text}), (group.stem,)
+    prefixes = (group.text,) if len(group.text) >= PREFIX_MIN_CHARS else ()
+    return frozenset({group.text}), prefixes
+
+
+def window_share(
+    terms: Sequence[Term],
+    text: str,
+    window: int = WINDOW_WORDS,
+    seen: dict[str, tuple[int, ...]] | None = None,
+) -> float:
+    """0-1: the largest IDF share of `terms` that any `window` consecutive words of `text`
+    hold (each term counted once). `seen` caches which terms a text word matches."""
+    total = sum(t.weight for t in terms)
+    if total <= 0:
+        return 0.0
+    seen = {} if seen is None else seen
+    hits: list[tuple[int, int]] = []  # (word position, term index)
+    for position, word in enumerate(_WORD.findall(fold(text))):
+        matched = seen.get(word)
+        if matched is None:
+            matched = seen[word] = tuple(i for i, t in enumerate(terms) if t.matches(word))
+        hits.extend((position, index) for index in matched)
+    best = held = 0.0
+    counts = [0] * len(terms)
+    start = 0
+    for position, index in hits:
+        counts[index] += 1
+        if counts[index] == 1:
+            held += terms[index].weight
+        while hits[start][0] <= position - window:
+            old = hits[start][1]
+            counts[old] -= 1
+            if counts[old] == 0:
+                held -= terms[old].weight
+            start += 1
+        best = max(best, held)
+    return best / total
+
+
+def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[int, float]:
+    """Chunk id -> window_share of its section, for the chunks of the first MAX_SECTIONS
+    sections (in the order given: best evidence first). Empty when proximity does not apply
+    (fewer than two spaced content words, or a question)."""
+    if ctx.query.question:
+        return {}
+    terms = word_terms(ctx)
+    if len(terms) < 2:
+        return {}
+    ids = list(dict.fromkeys(ranked_chunks))
+    located = _sections_of(ctx.conn, ids)
+    order = list(dict.fromkeys(located[cid] for cid in ids if cid in located))[:MAX_SECTIONS]
+    texts = _section_texts(ctx.conn, order)
+    seen: dict[str, tuple[int, ...]] = {}
+    shares = {sid: window_share(terms, texts.get(sid, ""), WINDOW_WORDS, seen) for sid in order}
+    return {cid: shares[sid] for cid, sid in located.items() if sid in shares}
+
+
+def scaled_evidence(evidence: dict[int, float], shares: dict[int, float]) -> dict[int, float]:
+    """Lexical evidence times the section's proximity share, scaled back to a best of 1 (a
+    section that holds every query word in one window keeps its evidence; one that holds them
+    only apart keeps the share one window has). Chunks past the MAX_SECTIONS read (the weakest evidence) get the smallest
+    factor of those read: unread, they cannot overtake a read one by being unread."""
+    if not shares:
+        return evidence
+    floor = min(shares.values())
+    scaled = {
+        cid: value * shares.get(cid, floor)
+        for cid, value in evidence.items()
+    }
+    best = max(scaled.values(), default=0.0)
+    return {cid: v / best for cid, v in scaled.items()} if best > 0 else evidence
+
+
+def scaled_fused(
+    fused: list[tuple[int, float, dict]], shares: dict[int, float]
+) -> list[tuple[int, float, dict]]:
+    """Lexical mode: the fused RRF scores times the proximity share (unread chunks: the
+    smallest read factor, as scaled_evidence), re-sorted (stable)."""
+    if not shares:
+        return fused
+    floor = min(shares.values())
+    scaled = [(cid, score * shares.get(cid, floor), ranks) for cid, score, ranks in fused]
+    return sorted(scaled, key=lambda x: -round(x[1], 12))
+
+
+def _sections_of(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
+    found: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        batch = ids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        found.update(conn.execute(f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch))
+    return found
+
+
+def _section_texts(conn: sqlite3.Connection, sids: list[int]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for start in range(0, len(sids), 500):
+        batch = sids[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        for sid, text in conn.execute(
+            f"SELECT id, text FROM sections WHERE id IN ({marks})", batch
+        ):
+            found[sid] = section_text(text)
+    return found
