@@ -11,10 +11,11 @@ schema change) and scales each section's lexical score in fusion (rag_search: th
 evidence in hybrid mode, the fused RRF score in lexical mode).
 
 Thai and CJK groups are left out (an unspaced clause is one token to a word regex; the trigram,
-bigram and exact channels serve those scripts), so a query without two spaced words is not
-touched. Questions are left out as the exact channel leaves them out (helpers.lexical.channels):
-an answer rarely repeats the question's words together; lists of questions and cross-references
-do.
+bigram and exact channels serve those scripts): a query with such words, or without two
+spaced words, is not touched. Questions are left out as the exact channel leaves them out
+(helpers.lexical.channels): an answer rarely repeats the question's words together, while lists
+of questions and cross-references do (on the FAQ sets, proximity for questions cost hybrid
+MRR@10 up to 0.06: bench/RESULTS.md, "Term proximity").
 """
 
 from __future__ import annotations
@@ -24,20 +25,19 @@ import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from helpers.lexical.common import SearchContext
 from helpers.lexical.query_terms import TermGroup
-from helpers.storage_codec import section_text
-from helpers.text.normalize import fold
 
 _WORD = re.compile(r"[^\W_]+")
 PREFIX_MIN_CHARS = 5  # as helpers.lexical.channels: a whole word this long is also a prefix
-# About a sentence. manru hybrid MRR@10 by window (bench/RESULTS.md, "Term proximity"): 10
-# words 0.722, 15 0.718, 20 0.725, 25 / 30 0.723, 40 0.721 (0.711 without); the FAQ sets and
-# the udhr sets do not move at any of them.
+# About a sentence. manru MRR@10 hybrid / lexical by window (bench/RESULTS.md, "Term
+# proximity"; 0.711 / 0.665 without): 10 words 0.723 / 0.664, 15 0.716 / 0.667, 20 0.723 /
+# 0.680, 30 0.724 / 0.683; the FAQ and udhr sets do not move at any of them.
 WINDOW_WORDS = 20
 # Sections read per search, best lexical evidence first: a section is <= 4,000 characters, so
-# <= 200 KB of text (the fused top 8 hits come from far fewer); 100 and 200 rank the same.
+# <= 200 KB of text, ~10 ms a query on manru (20 or 30 sections: hybrid 0.7215, 50: 0.7234).
 MAX_SECTIONS = 50
 
 
@@ -82,24 +82,18 @@ def _forms(group: TermGroup) -> tuple[frozenset[str], tuple[str, ...]] | None:
     return frozenset({group.text}), prefixes
 
 
-def window_share(
-    terms: Sequence[Term],
-    text: str,
-    window: int = WINDOW_WORDS,
-    seen: dict[str, tuple[int, ...]] | None = None,
-) -> float:
-    """0-1: the largest IDF share of `terms` that any `window` consecutive words of `text`
-    hold (each term counted once). `seen` caches which terms a text word matches."""
+def window_share(terms: Sequence[Term], text: str, window: int = WINDOW_WORDS) -> float:
+    """0-1: the largest IDF share of `terms` that any `window` consecutive words of the
+    folded `text` hold (each term counted once; words are counted by the spaces between)."""
     total = sum(t.weight for t in terms)
     if total <= 0:
         return 0.0
-    seen = {} if seen is None else seen
     hits: list[tuple[int, int]] = []  # (word position, term index)
-    for position, word in enumerate(_WORD.findall(fold(text))):
-        matched = seen.get(word)
-        if matched is None:
-            matched = seen[word] = tuple(i for i, t in enumerate(terms) if t.matches(word))
-        hits.extend((position, index) for index in matched)
+    position = previous = 0
+    for match in _pattern(tuple(terms)).finditer(text):
+        position += text.count(" ", previous, match.start())
+        previous = match.start()
+        hits.append((position, int(match.lastgroup[1:])))  # type: ignore[index]
     best = held = 0.0
     counts = [0] * len(terms)
     start = 0
@@ -117,36 +111,44 @@ def window_share(
     return best / total
 
 
+@lru_cache(maxsize=64)
+def _pattern(terms: tuple[Term, ...]) -> re.Pattern[str]:
+    """One regex for every term: group t<i> is a word that is term i (a prefix form and the
+    rest of its word, or an exact form), so the text is scanned once, in C."""
+    alternatives = []
+    for index, term in enumerate(terms):
+        forms = [re.escape(p) + r"[^\W_]*" for p in sorted(term.prefixes, key=len, reverse=True)]
+        forms += [re.escape(e) + r"(?![^\W_])" for e in sorted(term.exact, key=len, reverse=True)]
+        alternatives.append(f"(?P<t{index}>{'|'.join(forms)})")
+    return re.compile(r"(?<![^\W_])(?:" + "|".join(alternatives) + ")")
+
+
 def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[int, float]:
     """Chunk id -> window_share of its section, for the chunks of the first MAX_SECTIONS
     sections (in the order given: best evidence first). Empty when proximity does not apply
     (fewer than two spaced content words, or a question)."""
-    if ctx.query.question:
-        return {}
+    if ctx.query.question or any(g.kind in ("thai", "cjk") for g in ctx.query.content):
+        return {}  # an unspaced script's words have no word positions here
     terms = word_terms(ctx)
     if len(terms) < 2:
         return {}
     ids = list(dict.fromkeys(ranked_chunks))
     located = _sections_of(ctx.conn, ids)
     order = list(dict.fromkeys(located[cid] for cid in ids if cid in located))[:MAX_SECTIONS]
-    texts = _section_texts(ctx.conn, order)
-    seen: dict[str, tuple[int, ...]] = {}
-    shares = {sid: window_share(terms, texts.get(sid, ""), WINDOW_WORDS, seen) for sid in order}
+    texts = _section_norms(ctx.conn, order)
+    shares = {sid: window_share(terms, texts.get(sid, ""), WINDOW_WORDS) for sid in order}
     return {cid: shares[sid] for cid, sid in located.items() if sid in shares}
 
 
 def scaled_evidence(evidence: dict[int, float], shares: dict[int, float]) -> dict[int, float]:
     """Lexical evidence times the section's proximity share, scaled back to a best of 1 (a
     section that holds every query word in one window keeps its evidence; one that holds them
-    only apart keeps the share one window has). Chunks past the MAX_SECTIONS read (the weakest evidence) get the smallest
-    factor of those read: unread, they cannot overtake a read one by being unread."""
+    only apart keeps the share one window has). Chunks past the MAX_SECTIONS read (the weakest
+    evidence) get the smallest factor read: they cannot overtake a read one by being unread."""
     if not shares:
         return evidence
     floor = min(shares.values())
-    scaled = {
-        cid: value * shares.get(cid, floor)
-        for cid, value in evidence.items()
-    }
+    scaled = {cid: value * shares.get(cid, floor) for cid, value in evidence.items()}
     best = max(scaled.values(), default=0.0)
     return {cid: v / best for cid, v in scaled.items()} if best > 0 else evidence
 
@@ -168,17 +170,23 @@ def _sections_of(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
     for start in range(0, len(ids), 500):
         batch = ids[start : start + 500]
         marks = ",".join("?" * len(batch))
-        found.update(conn.execute(f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch))
+        rows = conn.execute(f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch)
+        found.update(rows)
     return found
 
 
-def _section_texts(conn: sqlite3.Connection, sids: list[int]) -> dict[int, str]:
-    found: dict[int, str] = {}
+def _section_norms(conn: sqlite3.Connection, sids: list[int]) -> dict[int, str]:
+    """Section id -> its children's folded text (chunks.norm, stored at sync: no unpacking and
+    no folding per search), in order; children overlap by a few words, which can only set two
+    words further apart."""
+    parts: dict[int, list[str]] = {}
     for start in range(0, len(sids), 500):
         batch = sids[start : start + 500]
         marks = ",".join("?" * len(batch))
-        for sid, text in conn.execute(
-            f"SELECT id, text FROM sections WHERE id IN ({marks})", batch
+        for sid, norm in conn.execute(
+            f"SELECT section_id, norm FROM chunks WHERE section_id IN ({marks}) "
+            "ORDER BY section_id, ordinal",
+            batch,
         ):
-            found[sid] = section_text(text)
-    return found
+            parts.setdefault(sid, []).append(norm)
+    return {sid: " ".join(texts) for sid, texts in parts.items()}
