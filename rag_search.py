@@ -44,7 +44,7 @@ from helpers.lexical.common import (
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.pointers import apply_pointer_prior
-from helpers.lexical.proximity import scaled_evidence, scaled_fused, section_proximity
+from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
@@ -179,14 +179,13 @@ def fuse_channels(
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
-    to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best first)
-    to their section's term-proximity share (helpers.lexical.proximity; none: unscaled)."""
+    to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best lexical
+    evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
+    only, none: unscaled)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
         fused = rrf_fuse(results, CHANNEL_WEIGHTS)
-        if lexical and proximity_of is not None:
-            fused = scaled_fused(fused, proximity_of([cid for cid, _, _ in fused]))
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))

@@ -1,7 +1,7 @@
-"""Term proximity (helpers.lexical.proximity) on a real synced index: a section that holds the
-query's words in one window keeps its lexical score, one that holds them only far apart loses
-part of it; questions, Thai and CJK queries and one-word queries are left alone; the text read
-per search is bounded."""
+"""Term proximity (helpers.lexical.proximity) on a real synced index: in hybrid fusion a
+section that holds the query's words in one window keeps its lexical score, one that holds them
+only far apart loses part of it; lexical mode, questions, Thai and CJK queries and one-word
+queries are left alone; the text read per search is bounded."""
 
 from __future__ import annotations
 
@@ -65,14 +65,28 @@ def test_words_in_one_window_keep_their_share_words_far_apart_lose_it(
     ctx.conn.close()
 
 
-def test_the_section_with_the_words_together_ranks_first_in_both_modes(
+def test_hybrid_ranks_the_section_with_the_words_together_first(
     config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
 ):
     _sync(config, knowledge)
-    hits = rag_service.search(config, QUERY, mode="lexical").hits
-    assert hits[0].path == "together.md"
+    together, scattered = _chunks_of(config, "together.md"), _chunks_of(config, "scattered.md")
+    # the semantic side sees both pages alike: the lexical side decides
+    semantic = [(together[0], 0.9), (scattered[0], 0.9)] + [
+        (cid, 0.5) for n in range(6) for cid in _chunks_of(config, f"other{n}.md")
+    ]
+
+    def top(query: str) -> str:
+        with closing(sqlite3.connect(config.db_path)) as conn:
+            conn.row_factory = sqlite3.Row
+            options = rag_search.SearchOptions(top_k=3, mode="hybrid", semantic=semantic)
+            return rag_search.search(conn, query, options).hits[0].path
+
+    assert top(QUERY) == "together.md"
     # without the signal the page that repeats every word (apart) comes first
     monkeypatch.setattr(rag_search, "section_proximity", lambda ctx, ids: {})
+    assert top(QUERY) == "scattered.md"
+    # lexical mode is not scaled
+    monkeypatch.undo()
     hits = rag_service.search(config, QUERY, mode="lexical").hits
     assert hits[0].path == "scattered.md"
 
@@ -88,6 +102,10 @@ def test_window_share_matches_stems_and_counts_each_word_once(config: Config, kn
     assert 0.0 < once < 0.5
     far = "kernel " + "word " * 30 + "module"
     assert proximity.window_share(terms, far) < proximity.window_share(terms, "kernel module")
+    # PDF text breaks lines: a line break parts words as a space does
+    assert proximity.window_share(terms, far.replace(" ", "\r\n")) == pytest.approx(
+        proximity.window_share(terms, far)
+    )
     ctx.conn.close()
 
 
@@ -119,6 +137,4 @@ def test_sections_read_per_search_are_bounded(
     # an unread chunk gets the smallest factor read (here the only one): the order stays
     scaled = proximity.scaled_evidence({scattered[0]: 0.5, together[0]: 1.0}, shares)
     assert scaled == pytest.approx({scattered[0]: 0.5, together[0]: 1.0})
-    fused = [(together[0], 0.02, {}), (scattered[0], 0.01, {})]
-    assert [c for c, _, _ in proximity.scaled_fused(fused, shares)] == [together[0], scattered[0]]
     ctx.conn.close()
