@@ -102,6 +102,10 @@ def test_window_share_matches_stems_and_counts_each_word_once(config: Config, kn
     assert 0.0 < once < 0.5
     far = "kernel " + "word " * 30 + "module"
     assert proximity.window_share(terms, far) < proximity.window_share(terms, "kernel module")
+    # an identifier counts as written, joined or spaced
+    ids = proximity.word_terms(_ctx(config, "latin 8859-15 charset"))
+    for text in ("latin 8859-15 charset", "latin 885915 charset", "latin 8859 15 charset"):
+        assert proximity.window_share(ids, text) == pytest.approx(1.0)
     # PDF text breaks lines: a line break parts words as a space does
     assert proximity.window_share(terms, far.replace(" ", "\r\n")) == pytest.approx(
         proximity.window_share(terms, far)

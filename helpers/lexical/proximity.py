@@ -70,11 +70,12 @@ def word_terms(ctx: SearchContext) -> list[Term]:
 
 
 def _forms(group: TermGroup) -> tuple[frozenset[str], tuple[str, ...]] | None:
-    if group.parts:  # псевдо-файловая, get_user_name: the joined form is one text word
+    if group.parts:  # псевдо-файловая, get_user_name, 8859-15: as written, joined or spaced
         joined = "".join(group.parts)
         if not _WORD.fullmatch(joined):
             return None
-        return frozenset({joined}), (joined,) if len(joined) >= PREFIX_MIN_CHARS else ()
+        exact = frozenset({group.text, joined, " ".join(group.parts)})
+        return exact, (joined,) if len(joined) >= PREFIX_MIN_CHARS else ()
     if group.kind != "word":
         return None
     if group.stem:
