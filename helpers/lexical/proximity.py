@@ -128,8 +128,8 @@ def _pattern(terms: tuple[Term, ...]) -> re.Pattern[str]:
 
 def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[int, float]:
     """Chunk id -> window_share of its section, for the chunks of the first MAX_SECTIONS
-    sections (in the order given: best evidence first). Empty when proximity does not apply
-    (fewer than two spaced content words, or a question)."""
+    sections (in the order given: best evidence first) that hold a query word. Empty when
+    proximity does not apply (fewer than two spaced content words, a question, Thai or CJK)."""
     if ctx.query.question or any(g.kind in ("thai", "cjk") for g in ctx.query.content):
         return {}  # an unspaced script's words have no word positions here
     terms = word_terms(ctx)
@@ -140,7 +140,9 @@ def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[
     order = list(dict.fromkeys(located[cid] for cid in ids if cid in located))[:MAX_SECTIONS]
     texts = _section_norms(ctx.conn, order)
     shares = {sid: window_share(terms, texts.get(sid, ""), WINDOW_WORDS) for sid in order}
-    return {cid: shares[sid] for cid, sid in located.items() if sid in shares}
+    # 0: the channels matched what no word here starts with (a word inside a compound, found
+    # by the trigram channel): unknown, not absent; such a section is treated as unread
+    return {cid: shares[sid] for cid, sid in located.items() if shares.get(sid, 0.0) > 0}
 
 
 def scaled_evidence(evidence: dict[int, float], shares: dict[int, float]) -> dict[int, float]:
