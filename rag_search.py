@@ -44,6 +44,7 @@ from helpers.lexical.common import (
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.pointers import apply_pointer_prior
+from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
@@ -174,10 +175,13 @@ def fuse_channels(
     section_of: Callable[[list[int]], dict[int, int]] | None = None,
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
+    proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
-    to their section's hub score (none: no prior)."""
+    to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best lexical
+    evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
+    only, none: unscaled)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
@@ -185,7 +189,7 @@ def fuse_channels(
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
-    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of)
+    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of)
 
 
 def lexical_evidence(lexical: list[ChannelResult]) -> dict[int, float]:
@@ -213,6 +217,7 @@ def hybrid_fuse(
     section_of: Callable[[list[int]], dict[int, int]],
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
+    proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (hybrid_share).
@@ -227,6 +232,9 @@ def hybrid_fuse(
     """
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
     evidence = lexical_evidence(lexical)
+    if proximity_of is not None:  # words that stand together (helpers.lexical.proximity)
+        ordered = sorted(evidence, key=lambda cid: (-evidence[cid], cid))
+        evidence = scaled_evidence(evidence, proximity_of(ordered))
     sections = section_of([cid for cid, _, _ in lex_ranked] + [cid for cid, _ in semantic.ranked])
     chosen: dict[int, int] = {}  # section -> representative chunk
     ranks: dict[int, dict[str, ChannelRank]] = {}
@@ -480,6 +488,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         lambda ids: section_ids(conn, ids),
         lambda ids: chunk_hubs(conn, ids),
         lambda sids: section_sizes(conn, sids),
+        lambda ids: section_proximity(ctx, ids),
     )
     # a section that matches only by quoting the query in a cross-reference points at the answer
     fused = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)

@@ -8,7 +8,9 @@ on a synced index and records the lexical channel results and the semantic candi
 fusion, plus chunk -> section -> document and each section's hub score. `table` re-fuses them
 with each variant of `VARIANTS` and prints document-level MRR@10 / Recall@8 (the metric of
 rag_eval.py). The `shipped` row is `rag_search`'s own fusion on the captured inputs, so the
-offline numbers can be checked against a real `rag_eval.py` run.
+offline numbers can be checked against a real `rag_eval.py` run. The re-fusion here leaves out
+the term-proximity scaling (helpers.lexical.proximity: it reads section text from the index);
+query-side lexical changes are replayed live by bench/proximity_ablation.py instead.
 """
 
 from __future__ import annotations
@@ -59,9 +61,9 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     recorded: list[list[ChannelResult]] = []
     original = rag_search.fuse_channels
 
-    def recorder(results, section_of=None, hubs_of=None, sizes_of=None):  # type: ignore[no-untyped-def]
+    def recorder(results, section_of=None, hubs_of=None, sizes_of=None, proximity_of=None):  # type: ignore[no-untyped-def]
         recorded.append(list(results))
-        return original(results, section_of, hubs_of, sizes_of)
+        return original(results, section_of, hubs_of, sizes_of, proximity_of)
 
     rag_search.fuse_channels = recorder
     queries = []
