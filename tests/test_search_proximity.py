@@ -142,3 +142,56 @@ def test_sections_read_per_search_are_bounded(
     scaled = proximity.scaled_evidence({scattered[0]: 0.5, together[0]: 1.0}, shares)
     assert scaled == pytest.approx({scattered[0]: 0.5, together[0]: 1.0})
     ctx.conn.close()
+
+
+def test_an_identifier_counts_in_every_spelling_the_word_channel_accepts(
+    config: Config, knowledge: Path
+):
+    _sync(config, knowledge)
+    terms = proximity.word_terms(_ctx(config, "x86_64 kernel"))
+    for text in ("the x86-64 kernel", "the x86_64 kernel", "the x86 / 64 kernel", "x8664 kernel"):
+        assert proximity.window_share(terms, text) == pytest.approx(1.0), text
+    apart = "x86-64 " + GAP * 3 + "kernel"
+    assert proximity.window_share(terms, apart) < 1.0
+
+
+def test_one_text_word_counts_for_every_query_word_it_is_a_form_of(config: Config, knowledge: Path):
+    """ "network" is a prefix of "networking": the later query word is not shadowed."""
+    _sync(config, knowledge)
+    terms = proximity.word_terms(_ctx(config, "network networking setup"))
+    assert len(terms) == 3
+    assert proximity.window_share(terms, "the networking setup guide") == pytest.approx(1.0)
+
+
+def test_weights_do_not_depend_on_the_process_hash_seed(config: Config, knowledge: Path):
+    """A short identifier's forms are a set: its df must not come from whichever form a
+    process's string hashing iterates first (rankings would change across restarts)."""
+    import os
+    import subprocess
+    import sys
+
+    for n in range(4):  # "wifi" in four chunks: a df unlike that of "wi-fi" (0)
+        (knowledge / f"wifi{n}.md").write_text(f"# Radio {n}\n\nThe wifi card {n}.\n", "utf-8")
+    _sync(config, knowledge)
+    script = (
+        "import sqlite3, sys\n"
+        "from helpers.lexical import proximity\n"
+        "from helpers.lexical.common import Filters, SearchContext\n"
+        "from helpers.lexical.query_terms import Query\n"
+        "ctx = SearchContext(sqlite3.connect(sys.argv[1]), Query.parse(sys.argv[2]), Filters())\n"
+        "print([round(t.weight, 9) for t in proximity.word_terms(ctx)])\n"
+    )
+    repo = Path(proximity.__file__).resolve().parents[2]
+    outputs = set()
+    for seed in ("1", "2", "3", "4", "5", "6"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        run = subprocess.run(
+            [sys.executable, "-c", script, str(config.db_path), "wi-fi kernel module"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        outputs.add(run.stdout)
+    assert len(outputs) == 1, outputs

@@ -40,6 +40,9 @@ WINDOW_WORDS = 20
 # Sections read per search, best lexical evidence first: a section is <= 4,000 characters, so
 # <= 200 KB of text, ~10 ms a query on manru (20 or 30 sections: hybrid 0.7215, 50: 0.7234).
 MAX_SECTIONS = 50
+# Between an identifier's parts in the text: up to three marks, spaces or underscores (the
+# word channel's phrase of the parts accepts any spelling: x86-64, x86_64, x86 / 64, o’reilly).
+IDENTIFIER_GAP = r"[\W_]{0,3}"
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Term:
     exact: frozenset[str]
     prefixes: tuple[str, ...]
     weight: float
+    parts: tuple[str, ...] = ()  # an identifier's words (8859-15): matched in any spelling
 
     def matches(self, word: str) -> bool:
         return word in self.exact or any(word.startswith(p) for p in self.prefixes)
@@ -61,27 +65,43 @@ def word_terms(ctx: SearchContext) -> list[Term]:
     out: dict[tuple[frozenset[str], tuple[str, ...]], Term] = {}
     for group in ctx.query.content:
         forms = _forms(group)
-        if forms is None or forms in out:
+        if forms is None or forms[:2] in out:
             continue
-        exact, prefixes = forms
-        df = ctx.prefix_freq(prefixes[0]) if prefixes else ctx.doc_freq(next(iter(exact)))
-        out[forms] = Term(exact, prefixes, math.log(1.0 + total / max(df, 1)))
+        exact, prefixes, parts = forms
+        weight = math.log(1.0 + total / max(_df(ctx, forms), 1))
+        out[forms[:2]] = Term(exact, prefixes, weight, parts)
     return list(out.values())
 
 
-def _forms(group: TermGroup) -> tuple[frozenset[str], tuple[str, ...]] | None:
-    if group.parts:  # псевдо-файловая, get_user_name, 8859-15: as written, joined or spaced
+def _df(ctx: SearchContext, forms: tuple[frozenset[str], tuple[str, ...], tuple[str, ...]]) -> int:
+    """Chunks holding the term as the word index sees it. An identifier is indexed as its
+    parts (unicode61 splits 8859-15 and wi-fi), so its df is at least that of its rarest part
+    (an upper bound of the chunks holding them all); the joined spelling counts too."""
+    exact, prefixes, parts = forms
+    if not parts:
+        return ctx.prefix_freq(prefixes[0]) if prefixes else ctx.doc_freq(min(exact))
+    joined = "".join(parts)
+    written = ctx.prefix_freq(joined) if prefixes else ctx.doc_freq(joined)
+    return max(written, min(ctx.doc_freq(part) for part in parts))
+
+
+def _forms(
+    group: TermGroup,
+) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...]] | None:
+    """(exact words, prefixes, identifier parts) of a content word, None when proximity
+    cannot place it (not a spaced word)."""
+    if group.parts:  # псевдо-файловая, get_user_name, 8859-15: joined, spaced or hyphenated
         joined = "".join(group.parts)
         if not _WORD.fullmatch(joined):
             return None
-        exact = frozenset({group.text, joined, " ".join(group.parts)})
-        return exact, (joined,) if len(joined) >= PREFIX_MIN_CHARS else ()
+        prefixes = (joined,) if len(joined) >= PREFIX_MIN_CHARS else ()
+        return frozenset({joined}), prefixes, tuple(group.parts)
     if group.kind != "word":
         return None
     if group.stem:
-        return frozenset({group.text}), (group.stem,)
+        return frozenset({group.text}), (group.stem,), ()
     prefixes = (group.text,) if len(group.text) >= PREFIX_MIN_CHARS else ()
-    return frozenset({group.text}), prefixes
+    return frozenset({group.text}), prefixes, ()
 
 
 def window_share(terms: Sequence[Term], text: str, window: int = WINDOW_WORDS) -> float:
@@ -93,10 +113,15 @@ def window_share(terms: Sequence[Term], text: str, window: int = WINDOW_WORDS) -
     text = " ".join(text.split())  # PDF text breaks lines: one space between words
     hits: list[tuple[int, int]] = []  # (word position, term index)
     position = previous = 0
+    single = [i for i, term in enumerate(terms) if not term.parts]
     for match in _pattern(tuple(terms)).finditer(text):
         position += text.count(" ", previous, match.start())
         previous = match.start()
-        hits.append((position, int(match.lastgroup[1:])))  # type: ignore[index]
+        index = int(match.lastgroup[1:])  # type: ignore[index]
+        hits.append((position, index))
+        if not terms[index].parts:  # one word may be several query words (network, networking)
+            word = match.group()
+            hits += [(position, i) for i in single if i != index and terms[i].matches(word)]
     best = held = 0.0
     counts = [0] * len(terms)
     start = 0
@@ -120,8 +145,13 @@ def _pattern(terms: tuple[Term, ...]) -> re.Pattern[str]:
     rest of its word, or an exact form), so the text is scanned once, in C."""
     alternatives = []
     for index, term in enumerate(terms):
-        forms = [re.escape(p) + r"[^\W_]*" for p in sorted(term.prefixes, key=len, reverse=True)]
-        forms += [re.escape(e) + r"(?![^\W_])" for e in sorted(term.exact, key=len, reverse=True)]
+        longest = sorted(term.prefixes, key=lambda p: (-len(p), p))
+        forms = [re.escape(p) + r"[^\W_]*" for p in longest]
+        exact = sorted(term.exact, key=lambda e: (-len(e), e))
+        forms += [re.escape(e) + r"(?![^\W_])" for e in exact]
+        if term.parts:  # x86_64, x86-64, x86 64, x86/64, o’reilly: parts with few marks between
+            spelled = IDENTIFIER_GAP.join(re.escape(part) for part in term.parts)
+            forms.append(spelled + r"(?![^\W_])")
         alternatives.append(f"(?P<t{index}>{'|'.join(forms)})")
     return re.compile(r"(?<![^\W_])(?:" + "|".join(alternatives) + ")")
 
