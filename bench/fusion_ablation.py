@@ -33,13 +33,11 @@ TOP_HITS = 30  # rag_eval asks for 30 hits (10 documents x 3)
 Fused = list[tuple[int, float]]
 
 
-def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
+def golden_of(set_name: str, data_dir: Path, model_dir: str):  # type: ignore[no-untyped-def]
+    """rag_eval's config (hybrid) and golden queries of a public set, as rag_eval reads them."""
     import rag_eval
-    import rag_semantic_candidates
-    import rag_service
 
-    eval_root = Path(__file__).resolve().parents[2] / "shared" / "eval"
-    eval_dir = eval_root / set_name
+    eval_dir = Path(__file__).resolve().parents[2] / "shared" / "eval" / set_name
     args = rag_eval._parser().parse_args(
         [
             str(eval_dir / "golden.json"),
@@ -54,7 +52,14 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
         ]
     )
     config = rag_eval.config_from_args(args)
-    golden = rag_eval.load_golden(args.golden, config.knowledge_dir)
+    return config, rag_eval.load_golden(args.golden, config.knowledge_dir)
+
+
+def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
+    import rag_semantic_candidates
+    import rag_service
+
+    config, golden = golden_of(set_name, data_dir, model_dir)
     rag_semantic_candidates.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
     rag_search.CHANNEL_DEPTH = DEPTH_CAPTURED
     rag_search.SEMANTIC_DISTINCT = DEPTH_CAPTURED  # `fuse` applies the shipped cut (depth)
@@ -350,14 +355,19 @@ def table(paths: list[Path], variants: list[tuple[str, str, dict[str, object]]])
         print(f"| {label} | {row} | {mean:.4f} |", flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
+def add_capture_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    """`capture SET DATA_DIR OUT --semantic-model-dir M` (this script and proximity_ablation)."""
     cap = sub.add_parser("capture")
     cap.add_argument("set")
     cap.add_argument("data_dir", type=Path)
     cap.add_argument("out", type=Path)
     cap.add_argument("--semantic-model-dir", required=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    add_capture_parser(sub)
     tab = sub.add_parser("table")
     tab.add_argument("pickles", type=Path, nargs="+")
     args = parser.parse_args(argv)

@@ -22,35 +22,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from fusion_ablation import add_capture_parser, golden_of  # noqa: E402
+
 import rag_search  # noqa: E402
 from helpers import eval_metrics  # noqa: E402
 
 TOP_HITS = 30  # rag_eval asks for 30 hits
 
 
-def _golden(set_name: str, data_dir: Path, model_dir: str):  # type: ignore[no-untyped-def]
-    import rag_eval
-
-    eval_dir = Path(__file__).resolve().parents[2] / "shared" / "eval" / set_name
-    args = rag_eval._parser().parse_args(
-        [
-            str(eval_dir / "golden.json"),
-            "--knowledge-dir",
-            str(eval_dir / "docs"),
-            "--data-dir",
-            str(data_dir),
-            "--semantic-model-dir",
-            model_dir,
-        ]
-    )
-    config = rag_eval.config_from_args(args)
-    return config, rag_eval.load_golden(args.golden, config.knowledge_dir)
-
-
 def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     import rag_service
 
-    config, golden = _golden(set_name, data_dir, model_dir)
+    config, golden = golden_of(set_name, data_dir, model_dir)
     seen: list[list[tuple[int, float]] | None] = []
     original = rag_search.search
 
@@ -101,11 +84,7 @@ def replay(data: dict, data_dir: Path, mode: str) -> tuple[float, float, list[in
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    cap = sub.add_parser("capture")
-    cap.add_argument("set")
-    cap.add_argument("data_dir", type=Path)
-    cap.add_argument("out", type=Path)
-    cap.add_argument("--semantic-model-dir", required=True)
+    add_capture_parser(sub)
     rep = sub.add_parser("replay")
     rep.add_argument("pickle", type=Path)
     rep.add_argument("data_dir", type=Path)
