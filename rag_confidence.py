@@ -143,9 +143,12 @@ def evidence(result: SearchResult) -> Evidence:
     text = result.sections.get(top.section_id, top.snippet)
     pointer = pointer_weight(pointer_match(Query.parse(result.query), text))
     lexical_rank = _best_rank([top], lexical=True)
+    # A query that names the file ("budget.csv") matched its path, not its text: the path
+    # counts as matched text when the filename channel found the top hit.
+    named = f"{top.path}\n{text}" if "filename" in top.channels else text
     return Evidence(
         hits=len(result.hits),
-        coverage=coverage(result.query, text),
+        coverage=coverage(result.query, named),
         lexical=lexical_rank is not None and lexical_rank <= AGREE_RANK,
         semantic=sem is not None and sem.rank <= AGREE_RANK,
         cosine=cosine,

@@ -242,3 +242,20 @@ def test_a_strong_cosine_is_evidence_without_a_gap(config: Config) -> None:
     flat = replace(ev, cosine_gap=0.0)
     assert rag_confidence.band(replace(flat, cosine=rag_confidence.COSINE_STRONG)) != "low"
     assert rag_confidence.band(replace(flat, cosine=rag_confidence.COSINE_STRONG - 0.01)) == "low"
+
+
+def test_a_query_that_names_the_file_is_not_low(tmp_path: Path) -> None:
+    """The filename channel matched the path, not the text: nothing there says "no match"."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "kt-4410.md").write_text("Torque values for the rear axle bolts.\n", "utf-8")
+    (docs / "other.md").write_text("Opening hours of the workshop in winter.\n", "utf-8")
+    config = make_config(docs, tmp_path / "state")
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    assert view.state == "succeeded", view.to_dict()
+    result = rag_service.search(config, "kt-4410.md", mode="lexical", detail="full")
+    assert result.hits[0].path == "kt-4410.md" and "filename" in result.hits[0].channels
+    assert rag_confidence.evidence(result).coverage == 1.0
+    assert result.confidence != "low"
+    # a query that names no file still needs its words in the text
+    assert rag_service.search(config, "volcano eruption", mode="lexical").confidence == "low"
