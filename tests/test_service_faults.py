@@ -20,7 +20,15 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import REPO, make_config, needs_mount, needs_setpriv, undo_migration_4, write_corpus
+from conftest import (
+    REPO,
+    files_for_seconds,
+    make_config,
+    needs_mount,
+    needs_setpriv,
+    undo_migration_4,
+    write_corpus,
+)
 from stress.harness import (
     SETPRIV,
     McpProcess,
@@ -90,7 +98,9 @@ def test_cancel_under_a_foreign_lock_past_the_busy_timeout_is_index_busy_and_say
     knowledge: Path, tmp_path: Path
 ):
     config = make_config(knowledge, tmp_path / "state", busy_timeout_s=SHORT_BUSY_S)
-    write_corpus(knowledge, 200)
+    # enough files that the job still runs well after the lock is gone (a fixed 200 synced
+    # within the lock's 4 s on an idle box, and the job had succeeded before the cancel)
+    write_corpus(knowledge, max(200, files_for_seconds(tmp_path, LOCK_S + 10)))
     job = rag_service.start_sync(config)
     wait_until(lambda: rag_service.sync_status(config, job.job_id).state == "running")
     with foreign_exclusive_lock(config.db_path, seconds=LOCK_S):
