@@ -16,7 +16,15 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, RecordingObserver, make_config, needs_mount, needs_setpriv, write_corpus
+from conftest import (
+    REPO,
+    RecordingObserver,
+    files_for_seconds,
+    make_config,
+    needs_mount,
+    needs_setpriv,
+    write_corpus,
+)
 from stress.corpora import make_mixed_corpus
 from stress.faults import fresh_data_dir, kill_during_sync
 from stress.harness import (
@@ -98,7 +106,8 @@ def test_a_worker_killed_before_claiming_its_job_does_not_block_the_next_sync(
 def test_killing_the_mcp_server_mid_sync_leaves_the_worker_running_and_a_new_server_reports_it(
     config: Config, knowledge: Path, tmp_path: Path
 ):
-    write_corpus(knowledge, 200)
+    files = max(200, files_for_seconds(tmp_path, 5))  # still running when the server is killed
+    write_corpus(knowledge, files)
     first = McpProcess.start(config, stderr_path=tmp_path / "first.log")
     is_error, job = first.call("sync_kb", {})
     assert not is_error, job
@@ -113,7 +122,7 @@ def test_killing_the_mcp_server_mid_sync_leaves_the_worker_running_and_a_new_ser
             return status if status["state"] in rag_jobs.FINAL_STATES else None
 
         status = wait_until(final_status, timeout=120, interval=0.2)
-        assert status["state"] == "succeeded" and status["counts"]["added"] == 200
+        assert status["state"] == "succeeded" and status["counts"]["added"] == files
     finally:
         second.close()
     assert index_problems(config.db_path) == []
