@@ -21,7 +21,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -434,10 +434,18 @@ def distinct_candidates(
         marks = ",".join("?" * len(batch))
         rows = conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch)
         digests.update((cid, text_digest(text)) for cid, text in rows)
-    kept: set[bytes | int] = set()
+    return first_distinct(hits, lambda cid: digests.get(cid, cid), limit)
+
+
+def first_distinct(
+    hits: list[tuple[int, float]], key_of: Callable[[int], Hashable], limit: int
+) -> list[tuple[int, float]]:
+    """`hits` in order down to the first `limit` distinct keys, every hit of those keys kept
+    (also the offline replay's cut: bench/fusion_ablation.py)."""
+    kept: set[Hashable] = set()
     out: list[tuple[int, float]] = []
     for cid, cosine in hits:
-        key = digests.get(cid, cid)
+        key = key_of(cid)
         if key not in kept:
             if len(kept) >= limit:
                 continue

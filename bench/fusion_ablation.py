@@ -187,16 +187,7 @@ def _distinct(data: dict, ranked: list[tuple[int, float]], depth: int) -> list[t
     hashes = data.get("text_hash")
     if hashes is None:
         return ranked[:depth]
-    kept: set[str] = set()
-    out = []
-    for cid, cosine in ranked:
-        key = hashes.get(cid, str(cid))
-        if key not in kept:
-            if len(kept) >= depth:
-                continue
-            kept.add(key)
-        out.append((cid, cosine))
-    return out
+    return rag_search.first_distinct(ranked, lambda cid: hashes.get(cid, str(cid)), depth)
 
 
 def _section_sizes(data: dict) -> dict[int, int]:
