@@ -189,9 +189,7 @@ class PlanWatch:
             return "is to read"
         conn, root = self._prewarm.index
         try:
-            row = conn.execute(
-                "SELECT size, status, chunk_scheme FROM documents WHERE path = ?", (rel_path,)
-            ).fetchone()
+            row = conn.execute("SELECT size FROM documents WHERE path = ?", (rel_path,)).fetchone()
         except sqlite3.Error as exc:  # a head start only: the sync itself meets the problem
             return f"is to read ({exc})"
         if row is None:
