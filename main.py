@@ -18,8 +18,8 @@ from types import FrameType
 
 import rag_service
 import web_ui
-from helpers import web_guard
-from rag_config import add_config_arguments, config_from_args
+from helpers.config import add_config_arguments, config_from_args
+from helpers.web import guard as web_guard
 
 PORT_ENV = "RAGDOC_UI_PORT"
 WILDCARD_HOSTS = web_guard.WILDCARD_HOSTS

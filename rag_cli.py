@@ -9,8 +9,8 @@ import sys
 from typing import Any
 
 import rag_service
-from rag_config import Config
-from rag_errors import RagError
+from helpers.config import Config
+from helpers.errors import RagError
 from rag_service import FINAL_STATES, JobView, eta_text, progress_line
 
 DEMO_QUERIES = ("invoice payment terms", "отчёт о продажах", "การประชุม", "budget.csv")

@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any
 
 import rag_service
-from helpers import eval_metrics
-from helpers.eval_golden import (
+from helpers.config import Config, add_config_arguments, config_from_args
+from helpers.errors import IndexMissing, RagError
+from helpers.eval import metrics as eval_metrics
+from helpers.eval.golden import (
     EvalInputError,
     GoldenQuery,
     GoldenSet,
     RelevantDoc,
     load_golden,
 )
-from helpers.eval_metrics import QueryOutcome
-from rag_config import Config, add_config_arguments, config_from_args
-from rag_errors import IndexMissing, RagError
+from helpers.eval.metrics import QueryOutcome
 from rag_service import FINAL_STATES, LEXICAL_CHANNELS, JobView, progress_line
 
 EXIT_OK = 0

@@ -19,8 +19,8 @@ from fastmcp.resources import Resource, ResourceContent, ResourceResult, Resourc
 from fastmcp.server.providers import Provider
 
 import rag_service
-from rag_config import Config
-from rag_errors import IndexMissing, RagError
+from helpers.config import Config
+from helpers.errors import IndexMissing, RagError
 
 SCHEME_PREFIX = "ragdoc://doc/"
 TEMPLATE = SCHEME_PREFIX + "{path*}{?section,offset}"

@@ -48,8 +48,8 @@ from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
-from helpers.storage_codec import child_location, section_text, text_digest
-from rag_results import ChannelRank, Hit, SearchResult
+from helpers.results import ChannelRank, Hit, SearchResult
+from helpers.store.codec import child_location, section_text, text_digest
 
 __all__ = [
     "CHANNEL_DEPTH",

@@ -17,12 +17,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-import rag_http
-import rag_mcp_models as out
 import rag_service
-from rag_config import Config, add_config_arguments, config_from_args
-from rag_errors import RagError
-from rag_results import ANSWER_MAX_CHARS_CAP, ANSWER_MAX_CHARS_DEFAULT, ANSWER_MAX_CHARS_MIN
+from helpers.config import Config, add_config_arguments, config_from_args
+from helpers.errors import RagError
+from helpers.results import ANSWER_MAX_CHARS_CAP, ANSWER_MAX_CHARS_DEFAULT, ANSWER_MAX_CHARS_MIN
+from helpers.web import http_transport
+from helpers.web import mcp_models as out
 
 SERVER_NAME = "mcp-ragdoc"
 INSTRUCTIONS = """\
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = os.path.basename(sys.argv[0]) or "rag_server.py"  # mcp-ragdoc / ragdoc when installed
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     add_config_arguments(parser)
-    rag_http.add_transport_arguments(parser)
+    http_transport.add_transport_arguments(parser)
     args, rest = parser.parse_known_args(argv)
     config = config_from_args(args, demo=rest[:1] == ["demo"])
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
@@ -246,8 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     # Watch mode logs to stderr (stdout stays the protocol) and starts only for a server that is
     # up: an HTTP server that cannot bind must not leave a sync running behind it.
     watch = (lambda: rag_service.start_watch_thread(config)) if config.watch else None
-    if rag_http.transport_of(args) == "http":
-        return rag_http.serve(config, build_server(config), args, on_listening=watch)
+    if http_transport.transport_of(args) == "http":
+        return http_transport.serve(config, build_server(config), args, on_listening=watch)
     if watch is not None:
         watch()
     build_server(config).run(show_banner=False)

@@ -18,15 +18,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-import rag_answer
-import rag_confidence
-import rag_documents
 import rag_search
-import rag_skipped
-from helpers.extract import registry as extractors
-from helpers.safety import PathRejected, normalize_user_path, resolve_inside
-from rag_config import Config
-from rag_errors import (
+from helpers.config import Config
+from helpers.errors import (
     Forbidden,
     InvalidArgument,
     NotFound,
@@ -34,31 +28,35 @@ from rag_errors import (
     SemanticUnavailable,
     require_unicode,
 )
-from rag_health import health, ocr_state, semantic_state
-from rag_jobs import FINAL_STATES, JobView, eta_text, progress_line
-from rag_results import (
-    ANSWER_MAX_CHARS_CAP,
-    ANSWER_MAX_CHARS_MIN,
-    DETAILS,
-    SearchResult,
-)
-from rag_search import LEXICAL_CHANNELS
-from rag_storage import (
-    check_config,
-    read_conn,
-    read_only_reason,
-    storage_guard,
-)
-from rag_sync_control import (
+from helpers.extract import registry as extractors
+from helpers.health import health, ocr_state, semantic_state
+from helpers.index import sync_control
+from helpers.index.sync_control import (
     cancel_sync,
     list_jobs,
     make_watcher,
     start_sync,
     start_watch_thread,
-    sync_kb_blocking,
     sync_status,
     wait_for_job,
 )
+from helpers.ranking import answer_budget, confidence
+from helpers.results import (
+    ANSWER_MAX_CHARS_CAP,
+    ANSWER_MAX_CHARS_MIN,
+    DETAILS,
+    SearchResult,
+)
+from helpers.safety import PathRejected, normalize_user_path, resolve_inside
+from helpers.store import documents, skipped_files
+from helpers.store.job_rows import FINAL_STATES, JobView, eta_text, progress_line
+from helpers.store.open_index import (
+    check_config,
+    read_conn,
+    read_only_reason,
+    storage_guard,
+)
+from rag_search import LEXICAL_CHANNELS
 
 TOP_K_MIN, TOP_K_MAX = 1, 50  # more than 50 hits floods an agent's context for no gain
 QUERY_MAX_CHARS = 1000  # longer "queries" are documents pasted by mistake
@@ -96,6 +94,18 @@ __all__ = [
     "list_documents",
     "read_document",
 ]
+
+
+def sync_kb_blocking(
+    config: Config,
+    path: str | None = None,
+    on_progress: Callable[[JobView], None] | None = None,
+) -> JobView:
+    """Sync in the calling process and return the final job (for a host that embeds the
+    service; it blocks): the worker's own code path, lock, job row, progress and cancel."""
+    import sync_job_worker  # the service starts the worker; in-process here, detached otherwise
+
+    return sync_control.sync_kb_blocking(config, sync_job_worker.run_job, path, on_progress)
 
 
 # -- search ------------------------------------------------------------------------------------
@@ -177,7 +187,7 @@ def search(
     detail: str = "full",
 ) -> SearchResult:
     """Ranked hits with a confidence band; `max_chars` bounds the serialised response
-    (rag_answer.fit: copies collapsed, sections cut to windows), `detail` picks the shape."""
+    (answer_budget.fit: copies collapsed, sections cut to windows), `detail` picks the shape."""
     query, prefix = validate_search_args(query, top_k, mode, path_prefix)
     _validate_answer_args(max_chars, detail)
     filters = rag_search.Filters(
@@ -226,13 +236,13 @@ def _shape_answer(
     config: Config, result: SearchResult, max_chars: int | None, detail: str
 ) -> SearchResult:
     """Confidence from the fused hits, then the budget (when asked for) in the chosen shape."""
-    result = result.with_changes(confidence=rag_confidence.assess(result), detail=detail)
+    result = result.with_changes(confidence=confidence.assess(result), detail=detail)
     if max_chars is None or not result.hits:
         return result
     with storage_guard(config, "rag_search"):
         conn = read_conn(config)
         try:
-            return rag_answer.fit(conn, result, max_chars)
+            return answer_budget.fit(conn, result, max_chars)
         finally:
             conn.close()
 
@@ -276,18 +286,18 @@ def _semantic_candidates(
     light = semantic_state(config)  # off / unavailable decided without importing numpy
     if light["state"] != "ready":
         return None, f"semantic search {light['state']}: {light['hint']}"
-    import rag_semantic
-    import rag_semantic_candidates
+    from helpers.semantic import candidates as semantic_candidates
+    from helpers.semantic import generations
 
     # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
     log_path = config.logs_dir / "semantic-query.log"
     if read_only_reason(config):
         log_path = Path(os.devnull)
     try:
-        hits = rag_semantic_candidates.query_candidates(
+        hits = semantic_candidates.query_candidates(
             config, conn, query, light["model_dir"], filters, log_path
         )
-    except rag_semantic.NotReadyError as exc:
+    except generations.NotReadyError as exc:
         return None, f"{exc.message}: {exc.hint}"
     except RagError as exc:  # the model, the query worker or the vector store
         return None, f"semantic search failed: {exc}"
@@ -312,19 +322,19 @@ def list_documents(
         raise InvalidArgument(f"limit must be between 1 and 1000, got {limit}")
     if not 0 <= offset <= LIST_OFFSET_MAX:
         raise InvalidArgument(f"offset must be between 0 and {LIST_OFFSET_MAX}")
-    if status is not None and status not in rag_documents.STATUSES:
+    if status is not None and status not in documents.STATUSES:
         raise InvalidArgument(
-            f"unknown status {status!r}", f"use one of {', '.join(rag_documents.STATUSES)}"
+            f"unknown status {status!r}", f"use one of {', '.join(documents.STATUSES)}"
         )
-    if sort not in rag_documents.LIST_SORT_COLUMNS:
+    if sort not in documents.LIST_SORT_COLUMNS:
         raise InvalidArgument(
-            f"unknown sort {sort!r}", f"use one of {', '.join(rag_documents.LIST_SORT_COLUMNS)}"
+            f"unknown sort {sort!r}", f"use one of {', '.join(documents.LIST_SORT_COLUMNS)}"
         )
     try:
         prefix = normalize_user_path(path_prefix) if path_prefix else ""
     except PathRejected as exc:
         raise InvalidArgument(exc.message, exc.hint) from exc
-    query = rag_documents.ListQuery(
+    query = documents.ListQuery(
         path_prefix=prefix,
         status=status,
         contains=(contains or "").strip(),
@@ -337,10 +347,10 @@ def list_documents(
         conn = read_conn(config)
         try:
             if status == "skipped":  # files seen and not indexed, with the reason
-                return rag_skipped.list_skipped(
+                return skipped_files.list_skipped(
                     conn, config.knowledge_dir, prefix, query.contains, limit, offset, descending
                 )
-            return rag_documents.list_documents(conn, config.knowledge_dir, query)
+            return documents.list_documents(conn, config.knowledge_dir, query)
         finally:
             conn.close()
 
@@ -381,12 +391,12 @@ def read_document(
     with storage_guard(config, "rag_read"):
         conn = read_conn(config)
         try:
-            doc = rag_documents.find_document(conn, rel)
+            doc = documents.find_document(conn, rel)
             if doc is None:
                 raise NotFound(
                     f"{rel!r} is not indexed", "use rag_list or rag_search to find paths"
                 )
-            result = rag_documents.read_sections(
+            result = documents.read_sections(
                 conn,
                 doc,
                 section_id=section_id,
@@ -441,6 +451,6 @@ def fetch_model(
     cache_dir: str | None, base_url: str, progress: Callable[[str, int, int | None], None]
 ) -> Any:
     """Download the default semantic model into the Hugging Face cache (or `cache_dir`)."""
-    import rag_semantic  # numpy and the HTTP client only when asked
+    from helpers.semantic import generations  # numpy and the HTTP client only when asked
 
-    return rag_semantic.fetch_model(Path(cache_dir) if cache_dir else None, base_url, progress)
+    return generations.fetch_model(Path(cache_dir) if cache_dir else None, base_url, progress)

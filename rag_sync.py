@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
-import rag_skipped
+from helpers.config import Config
 from helpers.excludes import RAGIGNORE_NAME, ExcludeRules, rules_in_force
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import (
@@ -29,6 +29,26 @@ from helpers.extract.document import read_document
 from helpers.extract.failures import extraction_failure
 from helpers.extract.registry import format_of
 from helpers.extract.sandbox import PREFETCH_FILES, SandboxedExtractor
+from helpers.index.discard import (
+    discard_staging,
+    mark_purge_pending,
+    purge_pending,
+    purge_removed_text,
+)
+from helpers.index.document_write import (
+    TRUNCATED_NOTE,
+    DocumentContent,
+    FileProgress,
+    JobCancelled,
+    immediate_cancel_check,
+    page_list,
+    remove_document,
+    report_file_progress,
+    stop_on_cancel,
+    write_document,
+)
+from helpers.index.group_write import WriteGroup, remove_documents
+from helpers.index.plan import ExistingDoc, plan_sync, too_large_skip
 from helpers.safety import (
     FileEntry,
     FileReplaced,
@@ -42,30 +62,10 @@ from helpers.secrets import (
     find_secrets,
 )
 from helpers.skips import ERROR_REASONS, FileSkipped, SkipReason, SkipRecord, SkipTally
-from helpers.storage_codec import section_text
+from helpers.store import skipped_files
+from helpers.store.codec import section_text
+from helpers.store.index_db import write_transaction
 from helpers.text.chunking import CHUNK_SCHEME
-from rag_config import Config
-from rag_db import write_transaction
-from rag_sync_discard import (
-    discard_staging,
-    mark_purge_pending,
-    purge_pending,
-    purge_removed_text,
-)
-from rag_sync_group import WriteGroup, remove_documents
-from rag_sync_plan import ExistingDoc, plan_sync, too_large_skip
-from rag_sync_write import (
-    TRUNCATED_NOTE,
-    DocumentContent,
-    FileProgress,
-    JobCancelled,
-    immediate_cancel_check,
-    page_list,
-    remove_document,
-    report_file_progress,
-    stop_on_cancel,
-    write_document,
-)
 
 __all__ = [  # the write side lives in rag_sync_write; these names stay importable from here
     "DocumentContent",
@@ -146,7 +146,7 @@ def record_skips(
         if record.reason in ERROR_REASONS:
             observer.on_error(record.rel_path, f"skipped: {record.detail}")
     with write_transaction(conn):
-        rag_skipped.replace_scope(conn, scope, records, getattr(observer, "job_id", None))
+        skipped_files.replace_scope(conn, scope, records, getattr(observer, "job_id", None))
     _report_skips(observer, tally)
 
 
@@ -449,7 +449,7 @@ def _skip_after_reading(
     record = SkipRecord(entry.rel_path, skip.reason, skip.detail)
     tally.add(record)
     with write_transaction(conn):
-        rag_skipped.add(conn, record, getattr(observer, "job_id", None))
+        skipped_files.add(conn, record, getattr(observer, "job_id", None))
     _report_skips(observer, tally)
 
 

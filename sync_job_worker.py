@@ -4,7 +4,7 @@ Started by rag_service with start_new_session=True, so it outlives the MCP serve
 it. It holds the sync lock for its whole life, keeps its job row current (progress, heartbeat)
 once a second from a side thread, and honours cancel between files, inside extraction and during
 cleanup. It drives rag_sync (which builds the extraction context, OCR and sandbox) and
-rag_semantic. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
+generations. Logs go to <data-dir>/logs/worker-<job>.log, never to stdout.
 """
 
 from __future__ import annotations
@@ -22,16 +22,15 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import rag_db_backfill
-import rag_jobs
-from rag_config import Config
-from rag_db import connect, open_index, write_transaction
-from rag_errors import RagError
+from helpers.config import Config
+from helpers.errors import RagError
+from helpers.index.document_write import FileProgress
+from helpers.store import backfill, job_rows
+from helpers.store.index_db import connect, open_index, write_transaction
 from rag_sync import RAGIGNORE_NAME, JobCancelled, extraction_tools, sync_excludes, sync_files
-from rag_sync_write import FileProgress
 
 if TYPE_CHECKING:
-    from rag_semantic_prewarm import WorkerPrewarm
+    from helpers.semantic.prewarm import WorkerPrewarm
 
 HEARTBEAT_INTERVAL_S = 1.0  # pollers see progress at least this often
 # Share of a multi-page file's progress its pages stand for; writing its rows is the rest (in
@@ -254,7 +253,7 @@ class JobReporter:
 
 def _claim(conn, job_id: str) -> bool:  # type: ignore[no-untyped-def]
     with write_transaction(conn):
-        row = rag_jobs.load_job(conn, job_id)
+        row = job_rows.load_job(conn, job_id)
         if row is None or row["state"] != "queued":
             return False
         now = time.time()
@@ -282,7 +281,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     # The worker keeps rag_db's long busy timeout whatever --busy-timeout-s says: that setting
     # bounds how long a tool call waits; a sync must wait out a foreign lock, not fail.
     conn = open_index(config.db_path)
-    lock_fd = rag_jobs.acquire_worker_lock(config.lock_path)
+    lock_fd = job_rows.acquire_worker_lock(config.lock_path)
     if lock_fd is None:
         _finish(conn, job_id, "failed", "another sync worker holds the lock")
         return 2
@@ -294,14 +293,14 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
         signal.signal(signal.SIGTERM, lambda *_: reporter.request_cancel_locally())
     reporter.flush(conn)
     reporter.start()
-    row = rag_jobs.load_job(conn, job_id)
+    row = job_rows.load_job(conn, job_id)
     scope = row["scope"] if row else ""
     prewarm: WorkerPrewarm | None = None
     try:
         prewarm = _semantic_prewarm(conn, config)
         # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
         # in batches: the worker owns the rest, a budget at a time with a cancel check between.
-        while rag_db_backfill.run_backfills(conn, bounded=True):
+        while backfill.run_backfills(conn, bounded=True):
             reporter.check_cancel()
         excludes = sync_excludes(config)
         for problem in excludes.problems:
@@ -340,7 +339,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
 def failure_message(exc: Exception) -> str:
     """What a failed job's row says: our own errors with their hint, anything else in words
     (its traceback is in the worker log). The text keeps SQLite's own words ("database or disk
-    is full"), which rag_storage.with_failure_hint turns into the fix."""
+    is full"), which helpers.store.open_index.with_failure_hint turns into the fix."""
     if isinstance(exc, RagError):
         return str(exc)
     detail = str(exc) or "no details"
@@ -352,9 +351,9 @@ def _semantic_prewarm(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm
     (rag_semantic_prewarm); None when semantic search is off or no model is usable."""
     if not config.semantic:
         return None
-    import rag_semantic_prewarm
+    from helpers.semantic import prewarm as semantic_prewarm
 
-    return rag_semantic_prewarm.prewarm_for_sync(conn, config)
+    return semantic_prewarm.prewarm_for_sync(conn, config)
 
 
 def _semantic_phase(
@@ -370,10 +369,10 @@ def _semantic_phase(
     """
     if not config.semantic:
         return None
-    import rag_semantic
+    from helpers.semantic import generations
 
     try:
-        rag_semantic.sync_phase(
+        generations.sync_phase(
             conn,
             config,
             progress=reporter.on_semantic,

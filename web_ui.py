@@ -25,10 +25,8 @@ from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
 import rag_service
-from helpers import web_guard
-from helpers.web_guard import LOOPBACK_HOST
-from rag_config import Config, bundled_dir
-from rag_errors import (
+from helpers.config import Config, bundled_dir
+from helpers.errors import (
     ConfigError,
     DiskFull,
     Forbidden,
@@ -39,6 +37,8 @@ from rag_errors import (
     RagError,
     ReadOnlyDataDir,
 )
+from helpers.web import guard as web_guard
+from helpers.web.guard import LOOPBACK_HOST
 
 UI_DIR = bundled_dir("ui", "ragdoc_ui", "rag.html")
 PAGE_FILE = UI_DIR / "rag.html"

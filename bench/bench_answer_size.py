@@ -32,9 +32,9 @@ REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
 import rag_service  # noqa: E402
-from helpers.storage_codec import child_location  # noqa: E402
-from rag_answer import child_body  # noqa: E402
-from rag_config import config_from_args  # noqa: E402
+from helpers.config import config_from_args  # noqa: E402
+from helpers.ranking.answer_budget import child_body  # noqa: E402
+from helpers.store.codec import child_location  # noqa: E402
 
 EVAL_DIR = REPO_DIR.parent / "shared" / "eval"
 MODEL_DIR = REPO_DIR.parent / "shared" / "models" / "multilingual-e5-small-int8"
@@ -44,7 +44,7 @@ SHARED_INDEX = {"udhr-en2th": "udhr-th2th"}  # same documents, one index
 
 def _config(set_name: str, index_root: Path) -> Any:
     parser = argparse.ArgumentParser()
-    from rag_config import add_config_arguments
+    from helpers.config import add_config_arguments
 
     add_config_arguments(parser)
     return config_from_args(

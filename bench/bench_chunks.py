@@ -24,10 +24,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import rag_service  # noqa: E402
+from helpers.config import Config  # noqa: E402
+from helpers.semantic.generations import SemanticWorker  # noqa: E402
+from helpers.store.index_db import connect  # noqa: E402
 from helpers.text.chunking import estimate_tokens  # noqa: E402
-from rag_config import Config  # noqa: E402
-from rag_db import connect  # noqa: E402
-from rag_semantic import SemanticWorker  # noqa: E402
 
 LIMIT = 128  # paraphrase-multilingual-MiniLM-L12-v2 truncates after 128 tokens
 BATCH = 256

@@ -22,10 +22,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import rag_db  # noqa: E402
 import rag_search  # noqa: E402
 from helpers import lexical_cjk  # noqa: E402
 from helpers.lexical.common import SearchContext  # noqa: E402
+from helpers.store import index_db  # noqa: E402
 from helpers.text.cjk import index_text  # noqa: E402
 
 WORDS_PER_CHUNK = 60
@@ -40,8 +40,8 @@ def build(db: Path, chunks: int) -> None:
         for _ in range(20_000)
     ]
     word_weights = [1 / (i + 1) ** 0.9 for i in range(len(words))]
-    conn = rag_db.open_index(db)
-    with rag_db.write_transaction(conn):
+    conn = index_db.open_index(db)
+    with index_db.write_transaction(conn):
         conn.execute(
             "INSERT INTO documents(id, path, size, mtime_ns, sha256, format, title, status, "
             "chunk_scheme, section_count, chunk_count, indexed_at) "
@@ -62,7 +62,7 @@ def build(db: Path, chunks: int) -> None:
             conn.execute(
                 "INSERT INTO chunks_cjk(rowid, grams) VALUES (?, ?)", (cid, index_text(text))
             )
-        rag_db.index_new_chunks(conn, 1, chunks)
+        index_db.index_new_chunks(conn, 1, chunks)
     conn.close()
 
 
@@ -89,7 +89,7 @@ def main() -> None:
         lexical_cjk.PAIR_POSTINGS_BUDGET = args.budget
     args.work.mkdir(parents=True, exist_ok=True)
     db = args.work / "index.sqlite3"
-    conn = rag_db.open_index(db)
+    conn = index_db.open_index(db)
     have = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
     conn.close()
     if have != args.chunks:
@@ -98,7 +98,7 @@ def main() -> None:
         t = time.perf_counter()
         build(db, args.chunks)
         print(f"built {args.chunks} chunks in {time.perf_counter() - t:.0f} s", file=sys.stderr)
-    conn = rag_db.connect(db)
+    conn = index_db.connect(db)
     step = max(1, args.chunks // 200)
     rows = conn.execute(
         "SELECT id, norm FROM chunks WHERE id % ? = 0 ORDER BY id LIMIT 200", (step,)

@@ -39,8 +39,8 @@ sys.path.insert(0, str(REPO_DIR))
 
 from bench_answer_size import SETS, _config  # noqa: E402
 
-import rag_confidence  # noqa: E402
 import rag_service  # noqa: E402
+from helpers.ranking import confidence  # noqa: E402
 
 EVAL_DIR = REPO_DIR.parent / "shared" / "eval"
 # queries of the first set against the documents of the second; every set asks once, and
@@ -56,7 +56,7 @@ CROSS_PAIRS = (
 HIGH_PRECISION_MIN = 0.85
 HIGH_SHARE_MIN = 0.30
 CROSS_LOW_MIN = 0.80
-# the calibration grid of the `high` rule (rag_confidence.band's keyword arguments)
+# the calibration grid of the `high` rule (confidence.band's keyword arguments)
 MARGIN_GRID = (0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4)
 AGREE_GRID = (False, True)
 HUB_GRID = (0.5, 1.0)  # 1.0: hubs not excluded from high
@@ -64,8 +64,8 @@ POINTER_GRID = (0.0, 1.0)  # POINTER_MAX_HIGH; 1.0: pointers to the answer not e
 # the second route to high (both sides agree, smaller margin): MARGIN_AGREED x
 # LEXICAL_AGREE_RANK; None first, so a tie keeps the rule without it
 AGREED_GRID = (
-    (None, 1, rag_confidence.COSINE_MIN),
-    *itertools.product((0.1, 0.15, 0.2), (1, 2, 3), (rag_confidence.COSINE_MIN, 0.86, 0.88)),
+    (None, 1, confidence.COSINE_MIN),
+    *itertools.product((0.1, 0.15, 0.2), (1, 2, 3), (confidence.COSINE_MIN, 0.86, 0.88)),
 )
 BY_DOCUMENT_GRID = (False, True)  # MARGIN_BY_DOCUMENT, AGREE_BY_DOCUMENT
 GRID_KEYS = (
@@ -104,7 +104,7 @@ class Row:
     queries_of: str
     docs_of: str
     in_domain: bool
-    evidence: rag_confidence.Evidence
+    evidence: confidence.Evidence
     band: str
     correct: bool
 
@@ -130,7 +130,7 @@ def run(
     out: list[Row] = []
     for item in golden["queries"]:
         result = rag_service.search(config, item["query"], mode=mode)
-        ev = rag_confidence.evidence(result)
+        ev = confidence.evidence(result)
         correct = bool(result.hits) and _top_paths(result) & set(item["relevant"]) != set()
         correct = correct and in_domain
         out.append(Row(queries_of, docs_of, in_domain, ev, result.confidence, correct))
@@ -147,7 +147,7 @@ def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool, mode: 
     change to rag_confidence without searching again. Rows dumped in another --mode are left
     out (a dump without modes counts as the asked one); fields a dump from an older Evidence
     lacks take their defaults."""
-    fields = {f.name for f in dataclasses.fields(rag_confidence.Evidence)}
+    fields = {f.name for f in dataclasses.fields(confidence.Evidence)}
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -155,8 +155,8 @@ def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool, mode: 
             continue
         if row.get("in_domain", (queries_of, docs_of) not in CROSS_PAIRS) != in_domain:
             continue
-        ev = rag_confidence.Evidence(**{k: v for k, v in row.items() if k in fields})
-        out.append(Row(queries_of, docs_of, in_domain, ev, rag_confidence.band(ev), row["ok"]))
+        ev = confidence.Evidence(**{k: v for k, v in row.items() if k in fields})
+        out.append(Row(queries_of, docs_of, in_domain, ev, confidence.band(ev), row["ok"]))
     return out
 
 
@@ -193,12 +193,12 @@ def grid_point(
     margin: float,
     agree: bool,
     hub: float,
-    pointer: float = rag_confidence.POINTER_MAX_HIGH,
-    margin_agreed: float | None = rag_confidence.MARGIN_AGREED,
-    lexical_agree_rank: int = rag_confidence.LEXICAL_AGREE_RANK,
-    agreed_cosine_min: float = rag_confidence.AGREED_COSINE_MIN,
-    margin_by_document: bool = rag_confidence.MARGIN_BY_DOCUMENT,
-    agree_by_document: bool = rag_confidence.AGREE_BY_DOCUMENT,
+    pointer: float = confidence.POINTER_MAX_HIGH,
+    margin_agreed: float | None = confidence.MARGIN_AGREED,
+    lexical_agree_rank: int = confidence.LEXICAL_AGREE_RANK,
+    agreed_cosine_min: float = confidence.AGREED_COSINE_MIN,
+    margin_by_document: bool = confidence.MARGIN_BY_DOCUMENT,
+    agree_by_document: bool = confidence.AGREE_BY_DOCUMENT,
 ) -> dict[str, Any]:
     knobs = {
         "pointer_max_high": pointer,
@@ -209,8 +209,8 @@ def grid_point(
         "agree_by_document": agree_by_document,
     }
 
-    def band(ev: rag_confidence.Evidence) -> str:
-        return rag_confidence.band(ev, margin, agree, hub, **knobs)
+    def band(ev: confidence.Evidence) -> str:
+        return confidence.band(ev, margin, agree, hub, **knobs)
 
     per_set = {}
     for name, rows in sets.items():
@@ -246,11 +246,11 @@ def low_grid(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
         report: dict[str, Any] = {"low_grid": mode, "cosine_strong": strong, "cross_low": {}}
         for q, d in pairs:
             rows = [r for r in cross if (r.queries_of, r.docs_of) == (q, d)]
-            low = sum(rag_confidence.band(r.evidence, cosine_strong=strong) == "low" for r in rows)
+            low = sum(confidence.band(r.evidence, cosine_strong=strong) == "low" for r in rows)
             report["cross_low"][f"{q} -> {d}"] = round(low / len(rows), 3)
         report["correct_called_low"] = {}
         for name, rows in sets.items():
-            bands = [rag_confidence.band(r.evidence, cosine_strong=strong) for r in rows]
+            bands = [confidence.band(r.evidence, cosine_strong=strong) for r in rows]
             correct = [b for r, b in zip(rows, bands, strict=True) if r.correct]
             share = correct.count("low") / len(correct) if correct else 0.0
             low = band_report(rows, bands)["low"]
@@ -265,7 +265,7 @@ def _cosine_spread(rows: list[Row]) -> dict[str, Any]:
     if not cosines:
         return {}
     at = lambda q: round(cosines[min(len(cosines) - 1, int(q * len(cosines)))], 3)  # noqa: E731
-    strong = sum(c >= rag_confidence.COSINE_STRONG for c in cosines) / len(rows)
+    strong = sum(c >= confidence.COSINE_STRONG for c in cosines) / len(rows)
     return {"top_cosine": {"p50": at(0.5), "p99": at(0.99), "max": cosines[-1]}} | {
         "at_least_cosine_strong": round(strong, 3)
     }
@@ -282,7 +282,7 @@ def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
         for by_doc in itertools.product(BY_DOCUMENT_GRID, BY_DOCUMENT_GRID)
     ]
     points = [grid_point(sets, cross, *point) for point in grid]
-    current = tuple(getattr(rag_confidence, key.upper()) for key in GRID_KEYS)
+    current = tuple(getattr(confidence, key.upper()) for key in GRID_KEYS)
     ranked = sorted(range(len(grid)), key=lambda i: _objective(points[i]), reverse=True)
     for i in ranked[:GRID_SHOWN]:
         print(json.dumps({"grid": mode, **points[i]}), flush=True)

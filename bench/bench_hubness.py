@@ -1,4 +1,4 @@
-"""Cost of the hubness correction (rag_semantic._hubness_corrected) on a large generation.
+"""Cost of the hubness correction (generations._hubness_corrected) on a large generation.
 
     nice python bench/bench_hubness.py [--vectors 100000] [--rounds 3]
 
@@ -26,23 +26,27 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_semantic import insert_random_generation  # noqa: E402
 
-import rag_db  # noqa: E402
-import rag_semantic  # noqa: E402
-from helpers.semantic import hubness, hubness_store, vector_pack  # noqa: E402
+from helpers.semantic import (  # noqa: E402
+    generations,  # noqa: E402
+    hubness,
+    hubness_store,
+    vector_pack,
+)
+from helpers.store import index_db  # noqa: E402
 
 DIM = 384
 
 
-def make_generation(db: Path, vectors: int) -> rag_semantic.Generation:
-    conn = rag_db.open_index(db)
+def make_generation(db: Path, vectors: int) -> generations.Generation:
+    conn = index_db.open_index(db)
     insert_random_generation(conn, "bench", "bench", DIM, vectors)
-    generation = rag_semantic.latest_ready_generation(conn)
+    generation = generations.latest_ready_generation(conn)
     conn.close()
     assert generation is not None
     return generation
 
 
-def bare_read(conn, generation: rag_semantic.Generation) -> np.ndarray:
+def bare_read(conn, generation: generations.Generation) -> np.ndarray:
     last = None
     for ids_blob, vec_blob, n in conn.execute(
         "SELECT chunk_ids, vectors, count FROM semantic_blocks WHERE generation_id = ? "
@@ -66,7 +70,7 @@ def main() -> int:
         ref = hubness_store.GenerationRef(
             str(db), generation.id, generation.fingerprint, generation.vector_count, generation.dim
         )
-        conn = rag_db.connect(db, readonly=True)
+        conn = index_db.connect(db, readonly=True)
         rng = np.random.default_rng(1)
         reads, scans, builds, news, corrects = [], [], [], [], []
         for _ in range(args.rounds):

@@ -2,7 +2,7 @@
 
     python bench/bench_migrate.py INDEX.sqlite3
 
-Copies the index (never touches the original), opens the copy with rag_db.open_index and
+Copies the index (never touches the original), opens the copy with index_db.open_index and
 reports every write transaction of the migration and of its batched backfills (migration 8's
 trigram rows, migration 9's compaction): the longest is the longest a cancel_sync or heartbeat
 waits. Then checks the trigram index against the chunks, counts rows left in the old encodings
@@ -23,9 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import rag_db  # noqa: E402
-import rag_db_backfill  # noqa: E402
-from helpers.storage_codec import pack_section_text  # noqa: E402
+from helpers.store import backfill, index_db  # noqa: E402
+from helpers.store.codec import pack_section_text  # noqa: E402
 
 
 def main() -> None:
@@ -36,9 +35,9 @@ def main() -> None:
         db = Path(work) / "index.sqlite3"
         with closing(sqlite3.connect(args.index)) as source, closing(sqlite3.connect(db)) as copy:
             source.backup(copy)
-            before = rag_db.schema_version(copy)
+            before = index_db.schema_version(copy)
         size = db.stat().st_size
-        real = rag_db.write_transaction
+        real = index_db.write_transaction
         seconds: list[float] = []
 
         @contextmanager
@@ -48,19 +47,19 @@ def main() -> None:
                 yield inner
             seconds.append(time.perf_counter() - start)
 
-        rag_db.write_transaction = timed  # type: ignore[assignment]
-        rag_db_backfill.write_transaction = timed  # type: ignore[assignment]
+        index_db.write_transaction = timed  # type: ignore[assignment]
+        backfill.write_transaction = timed  # type: ignore[assignment]
         start = time.perf_counter()
-        conn = rag_db.open_index(db)
+        conn = index_db.open_index(db)
         wall = time.perf_counter() - start
         opened = len(seconds)
-        while rag_db_backfill.run_backfills(conn, bounded=True):  # what the sync worker runs
+        while backfill.run_backfills(conn, bounded=True):  # what the sync worker runs
             pass
         finished = time.perf_counter() - start
-        rag_db.write_transaction = real
-        rag_db_backfill.write_transaction = real
+        index_db.write_transaction = real
+        backfill.write_transaction = real
         chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
-        print(f"{args.index}: schema {before} -> {rag_db.schema_version(conn)}, {chunks} chunks")
+        print(f"{args.index}: schema {before} -> {index_db.schema_version(conn)}, {chunks} chunks")
         if seconds:
             print(
                 f"  open_index {wall:.1f} s ({opened} write transactions), backfills done after "

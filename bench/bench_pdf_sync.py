@@ -39,13 +39,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import pypdfium2 as pdfium  # noqa: E402
 from bench_sync import bare_fts_seconds, config_for, timed_sync  # noqa: E402
 
-import rag_db  # noqa: E402
 import rag_service  # noqa: E402
 import rag_sync  # noqa: E402
 from helpers.extract import pdf as pdf_extract  # noqa: E402
 from helpers.extract.blocks import ExtractContext, ExtractLimits  # noqa: E402
 from helpers.extract.sandbox import SandboxedExtractor  # noqa: E402
 from helpers.safety import FileEntry, walk_files  # noqa: E402
+from helpers.store import index_db  # noqa: E402
 
 SOURCE_ROOTS = (
     "/usr/share/doc",
@@ -220,7 +220,7 @@ def split(paths: list[Path], work: Path) -> dict[str, float]:
     out.update(timers.seconds)
 
     # Cleaning, redaction and chunking: extract_document over the blocks already read.
-    conn = rag_db.open_index(work / "split.sqlite3")
+    conn = index_db.open_index(work / "split.sqlite3")
     entries = {
         e.abs_path: e
         for e in walk_files(paths[0].parent, frozenset({".pdf"}))

@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO_DIR))
 
 import rag_search  # noqa: E402
 import rag_service  # noqa: E402
+from helpers.config import add_config_arguments, config_from_args  # noqa: E402
 from helpers.lexical import pointers  # noqa: E402
-from rag_config import add_config_arguments, config_from_args  # noqa: E402
 
 INSIDE: list[float] = []  # ms inside the prior, per call (the direct measure: load-proof)
 
@@ -81,7 +81,7 @@ def _regex_costs() -> dict[str, float]:
 def _hostile(files: int, top_k: int, rounds: int) -> dict[str, object]:
     import tempfile
 
-    from rag_config import Config
+    from helpers.config import Config
 
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(tmp) / "docs"

@@ -27,9 +27,9 @@ from helpers.lexical.common import SearchContext  # noqa: E402
 from helpers.lexical.ocr_fuzzy import channel_fuzzy  # noqa: E402
 from helpers.lexical.query_terms import parse_query  # noqa: E402
 from helpers.safety import FileEntry  # noqa: E402
+from helpers.store.index_db import open_index  # noqa: E402
 from helpers.text.chunking import Child, Section  # noqa: E402
 from helpers.text.normalize import fold  # noqa: E402
-from rag_db import open_index  # noqa: E402
 from rag_search import SearchOptions, search  # noqa: E402
 from rag_sync import DocumentContent, write_document  # noqa: E402
 

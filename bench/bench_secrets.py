@@ -26,11 +26,11 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from secret_fixtures import NoRedaction, NullObserver  # noqa: E402
 
-import rag_db  # noqa: E402
 import rag_sync  # noqa: E402
+from helpers.config import Config  # noqa: E402
 from helpers.extract.sandbox import SandboxedExtractor  # noqa: E402
 from helpers.secrets import BlockRedactor  # noqa: E402
-from rag_config import Config  # noqa: E402
+from helpers.store import index_db  # noqa: E402
 from rag_sync import build_extract_context, ocr_options  # noqa: E402
 
 TIMER = {"seconds": 0.0, "chars": 0}
@@ -63,7 +63,7 @@ def sync_all(roots: list[Path], redactor: type[BlockRedactor], work: Path) -> fl
         ctx = build_extract_context(config)
         sandbox = SandboxedExtractor(ctx.limits, ocr_options(config))
         start = time.perf_counter()
-        with closing(rag_db.open_index(config.db_path)) as conn:
+        with closing(index_db.open_index(config.db_path)) as conn:
             counts: dict[str, int] = {}
             rag_sync.sync_files(conn, root, "", ctx, NullObserver(), counts, sandbox)
         total += time.perf_counter() - start

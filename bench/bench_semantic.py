@@ -45,11 +45,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
-import rag_db  # noqa: E402
-import rag_semantic  # noqa: E402
 import semantic_worker  # noqa: E402
-from helpers.semantic import batching, vector_pack  # noqa: E402
+from helpers.semantic import (  # noqa: E402
+    batching,
+    generations,  # noqa: E402
+    vector_pack,
+)
 from helpers.semantic.model import load_model_info  # noqa: E402
+from helpers.store import index_db  # noqa: E402
 from tests.semantic_fixtures import REAL_MODEL_DIR, add_document  # noqa: E402
 
 SENTENCES = [
@@ -79,7 +82,7 @@ def peak_rss_mib(pid: int | None) -> float:
     return float("nan")
 
 
-def make_chunks(worker: rag_semantic.SemanticWorker, count: int) -> list[str]:
+def make_chunks(worker: generations.SemanticWorker, count: int) -> list[str]:
     """`count` distinct multilingual texts of about TARGET_TOKENS tokens each."""
     texts: list[str] = []
     i = 0
@@ -193,7 +196,7 @@ def fresh_build_index(work: Path, run: int, texts: list[str], index: Path | None
     vectors (the real chunk layout, duplicates included), or one document of `texts`."""
     db = work / f"build{run}.sqlite3"
     if index is None:
-        conn = rag_db.open_index(db)
+        conn = index_db.open_index(db)
         add_document(conn, "bench.md", texts)
         conn.close()
         return db
@@ -211,7 +214,7 @@ def fresh_build_index(work: Path, run: int, texts: list[str], index: Path | None
 def bench_throughput(
     model: Path, threads: int, count: int, runs: int, work: Path, index: Path | None
 ) -> None:
-    with rag_semantic.SemanticWorker(
+    with generations.SemanticWorker(
         model, log_path=work / "worker.log", cache_dir=work / "cache", threads=threads
     ) as worker:
         t0 = time.perf_counter()
@@ -230,10 +233,10 @@ def bench_throughput(
         bare.extend(bare_session_rate(model, texts, threads, 1))
         side.extend(bare_session_rate(model, texts, threads, 1, side_by_side=True))
         db = fresh_build_index(work, run, texts, index if whole else None)
-        conn = rag_db.connect(db)
+        conn = index_db.connect(db)
         stamps: list[float] = []
         t0, c0 = time.perf_counter(), os.times()
-        result = rag_semantic.build_generation(
+        result = generations.build_generation(
             conn,
             model,
             cache_dir=work / "cache",
@@ -247,7 +250,7 @@ def bench_throughput(
         CPU_RATES.setdefault("ours", []).append(result.embedded / cpu)
         first = min(len(stamps) - 1, 1)
         steadies.append(
-            (result.embedded - (first and rag_semantic.EMBED_REQUEST_TEXTS))
+            (result.embedded - (first and generations.EMBED_REQUEST_TEXTS))
             / (stamps[-1] - stamps[first])
         )
         conn.close()
@@ -293,12 +296,12 @@ class JobRun:
 
 def job_run(docs: Path, data: Path, model: Path, *, prewarm: bool) -> JobRun:
     """A real sync job of `docs` (sync_job_worker.run_job through rag_service.sync_kb_blocking,
-    in this process). The phase clock starts when the job enters rag_semantic.sync_phase,
+    in this process). The phase clock starts when the job enters generations.sync_phase,
     i.e. when the lexical phase has ended, and stops when the build returns. `prewarm=False`
     runs the job without the worker started ahead (the code before it: spawn at phase start)."""
     import rag_service
     import sync_job_worker
-    from rag_config import Config
+    from helpers.config import Config
 
     config = Config(
         knowledge_dir=docs.resolve(),
@@ -308,7 +311,7 @@ def job_run(docs: Path, data: Path, model: Path, *, prewarm: bool) -> JobRun:
         semantic_model_dir=model,
     )
     marks: dict[str, object] = {}
-    original_phase, original_prewarm = rag_semantic.sync_phase, sync_job_worker._semantic_prewarm
+    original_phase, original_prewarm = generations.sync_phase, sync_job_worker._semantic_prewarm
 
     def timed_phase(*args: object, **kwargs: object) -> object:
         marks["lexical_end"] = time.perf_counter()
@@ -316,7 +319,7 @@ def job_run(docs: Path, data: Path, model: Path, *, prewarm: bool) -> JobRun:
         marks["end"], marks["result"] = time.perf_counter(), result
         return result
 
-    rag_semantic.sync_phase = timed_phase  # type: ignore[assignment]
+    generations.sync_phase = timed_phase  # type: ignore[assignment]
     if not prewarm:
         sync_job_worker._semantic_prewarm = lambda _conn, _config: None  # type: ignore[assignment]
     try:
@@ -324,11 +327,11 @@ def job_run(docs: Path, data: Path, model: Path, *, prewarm: bool) -> JobRun:
         view = rag_service.sync_kb_blocking(config)
         t1, c1 = time.perf_counter(), os.times()
     finally:
-        rag_semantic.sync_phase = original_phase
+        generations.sync_phase = original_phase
         sync_job_worker._semantic_prewarm = original_prewarm
     assert view.state == "succeeded", view.message
     result = marks["result"]
-    assert isinstance(result, rag_semantic.BuildResult), result
+    assert isinstance(result, generations.BuildResult), result
     lexical_end, end = float(marks["lexical_end"]), float(marks["end"])  # type: ignore[arg-type]
     return JobRun(
         t1 - t0, lexical_end - t0, end - lexical_end, result.embedded, sum(c1[:4]) - sum(c0[:4])
@@ -370,9 +373,9 @@ def bench_user_view(model: Path, threads: int, runs: int, work: Path, source: Pa
             texts = index_texts(db, 10**9)
         bare.extend(bare_session_rate(model, texts, threads, 1))
         build_db = fresh_build_index(work, run, texts, db)
-        conn = rag_db.connect(build_db)
+        conn = index_db.connect(build_db)
         t0 = time.perf_counter()
-        built = rag_semantic.build_generation(
+        built = generations.build_generation(
             conn, model, cache_dir=work / "cache", log_path=work / "worker.log", threads=threads
         )
         builds.append(built.embedded / (time.perf_counter() - t0))
@@ -469,7 +472,7 @@ def insert_random_generation(
 ) -> int:
     """A ready generation of `vectors` seeded random unit vectors: a large index without a sync."""
     rng = np.random.default_rng(0)
-    with rag_db.write_transaction(conn):
+    with index_db.write_transaction(conn):
         gen = conn.execute(
             "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
             "created_at, finished_at) VALUES (?, ?, ?, 1, ?, ?, ?)",
@@ -496,7 +499,7 @@ def make_big_index(model: Path, vectors: int, work: Path) -> Path:
     """A ready generation of `vectors` random unit vectors under the model's fingerprint."""
     info = load_model_info(model, work / "cache")
     db = work / "query.sqlite3"
-    conn = rag_db.open_index(db)
+    conn = index_db.open_index(db)
     insert_random_generation(conn, info.fingerprint, info.name, info.dim, vectors)
     conn.close()
     return db
@@ -531,7 +534,7 @@ def bench_queries(
     log.touch()
     if "cold" in modes:
         t0 = time.perf_counter()
-        rag_semantic.query(db, model, q, 10, cache_dir=work / "cache", log_path=log)
+        generations.query(db, model, q, 10, cache_dir=work / "cache", log_path=log)
         print(
             "first cold query (a new cache dir: builds the query tokenizer index): "
             f"{(time.perf_counter() - t0) * 1000:.0f} ms"
@@ -540,7 +543,7 @@ def bench_queries(
         cold = []
         for _ in range(queries):
             t0 = time.perf_counter()
-            hits = rag_semantic.query(
+            hits = generations.query(
                 db, model, q, 10, cache_dir=work / "cache", log_path=log, threads=threads
             )
             cold.append(time.perf_counter() - t0)
@@ -552,16 +555,16 @@ def bench_queries(
         print("  " + worker_split(log, since))
     if "warm" not in modes:
         return
-    with rag_semantic.SemanticWorker(
+    with generations.SemanticWorker(
         model, log_path=log, cache_dir=work / "cache", threads=threads, idle_seconds=120
     ) as warm:
         t0 = time.perf_counter()
-        rag_semantic.query(db, model, q, 10, cache_dir=work / "cache", log_path=log, worker=warm)
+        generations.query(db, model, q, 10, cache_dir=work / "cache", log_path=log, worker=warm)
         first = time.perf_counter() - t0
         times = []
         for i in range(queries * 3):
             t0 = time.perf_counter()
-            rag_semantic.query(
+            generations.query(
                 db, model, f"{q} {i}", 10, cache_dir=work / "cache", log_path=log, worker=warm
             )
             times.append(time.perf_counter() - t0)

@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from semantic_fixtures import REAL_MODEL_DIR  # noqa: E402
 from stress.harness import McpProcess  # noqa: E402
 
-from rag_config import Config  # noqa: E402
+from helpers.config import Config  # noqa: E402
 
 EVAL = REPO.parent / "shared" / "eval"
 ML_LIBRARIES = ("onnxruntime", "sentencepiece")

@@ -39,8 +39,8 @@ from sync_split import bare_fts_seconds as bare_split_seconds  # noqa: E402
 from sync_split import cpu_ratio, cpu_split  # noqa: E402 - bench/ itself is on sys.path
 
 import rag_service  # noqa: E402
-from helpers.storage_codec import section_text  # noqa: E402
-from rag_config import Config  # noqa: E402
+from helpers.config import Config  # noqa: E402
+from helpers.store.codec import section_text  # noqa: E402
 
 
 def make_files(root: Path, count: int, words: int, seed: int) -> int:

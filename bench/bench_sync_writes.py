@@ -4,8 +4,8 @@
     python bench/bench_sync_writes.py DIR --resync [--tree CHECKOUT]
 
 The first form extracts every file of DIR once, then writes the same documents into fresh
-indexes: `per-doc` (a transaction per document, rag_sync_write.write_document), `group`
-(rag_sync_group.WriteGroup, in the loop's thread) and `one` (every document in one
+indexes: `per-doc` (a transaction per document, document_write.write_document), `group`
+(group_write.WriteGroup, in the loop's thread) and `one` (every document in one
 transaction, the floor). `--resync` runs whole in-process syncs of a copy of DIR: a first sync,
 then one after every text file changed. Both print CPU seconds, wall seconds and the bytes the
 process wrote to disk (/proc/self/io: WAL frames and checkpoints), the figures that hold on a
@@ -34,11 +34,11 @@ class _Quiet:
 
 def writes_alone(folder: Path, modes: list[str]) -> None:
     import rag_sync
-    import rag_sync_write
     from helpers.extract.blocks import ExtractContext
     from helpers.extract.registry import SUPPORTED_SUFFIXES
+    from helpers.index import document_write
     from helpers.safety import FileEntry, walk_files
-    from rag_db import open_index, write_transaction
+    from helpers.store.index_db import open_index, write_transaction
 
     docs = []
     for entry in walk_files(folder, SUPPORTED_SUFFIXES):
@@ -55,15 +55,15 @@ def writes_alone(folder: Path, modes: list[str]) -> None:
         disk, cpu, wall = _disk_bytes(), time.process_time(), time.perf_counter()
         if mode == "per-doc":
             for entry, content in docs:
-                rag_sync_write.write_document(conn, entry, "0" * 64, content)
+                document_write.write_document(conn, entry, "0" * 64, content)
         elif mode == "one":
             with write_transaction(conn):
                 for entry, content in docs:
-                    rag_sync_write.insert_document(conn, None, entry, "0" * 64, content)
+                    document_write.insert_document(conn, None, entry, "0" * 64, content)
         else:
-            import rag_sync_group
+            from helpers.index import group_write
 
-            group = rag_sync_group.WriteGroup(conn)
+            group = group_write.WriteGroup(conn)
             for entry, content in docs:
                 group.before_file(entry)
                 group.write_document(entry, "0" * 64, content)
@@ -77,7 +77,7 @@ def writes_alone(folder: Path, modes: list[str]) -> None:
 
 def resync(folder: Path) -> None:
     import rag_service
-    from rag_config import Config
+    from helpers.config import Config
 
     work = Path(tempfile.mkdtemp(prefix="bench-resync-"))
     try:

@@ -8,7 +8,7 @@ Latency: `--saves` saves (new files and rewrites, one at a time, 1 s apart once 
 is found), each timed from the write until `rag_search` finds its unique sentence (lexical mode;
 semantic mode with --semantic-model-dir, i.e. after the vector phase). The bare baseline, in
 the same run and folder without the watcher: save, then start a sync at once and wait for it
-(`sync_kb` + `sync_status` by hand). The ratio shows what the quiet period (rag_watch.QUIET_S)
+(`sync_kb` + `sync_status` by hand). The ratio shows what the quiet period (watch.QUIET_S)
 and event delivery add. Burst: `--burst` files written at once; time until all are searchable
 and how many syncs the watcher started, against a plain full sync of the same files. Run by
 hand; tests never time.
@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import rag_service  # noqa: E402
-import rag_watch  # noqa: E402
-from rag_config import Config  # noqa: E402
+from helpers.config import Config  # noqa: E402
+from helpers.index import watch  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 POLL_S = 0.05
@@ -178,7 +178,7 @@ def main() -> int:
     rag_service.wait_for_job(fresh, rag_service.start_sync(fresh, "burst").job_id)
     plain_s = time.monotonic() - start
 
-    print(f"mode {mode}; quiet period {rag_watch.QUIET_S} s; base folder {args.base} files")
+    print(f"mode {mode}; quiet period {watch.QUIET_S} s; base folder {args.base} files")
     print(
         f"save -> searchable, watch: p50 {statistics.median(latencies):.2f} s, "
         f"p95 {p95(latencies):.2f} s, max {max(latencies):.2f} s over {len(latencies)} saves"

@@ -56,11 +56,11 @@ def golden_of(set_name: str, data_dir: Path, model_dir: str):  # type: ignore[no
 
 
 def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
-    import rag_semantic_candidates
     import rag_service
+    from helpers.semantic import candidates as semantic_candidates
 
     config, golden = golden_of(set_name, data_dir, model_dir)
-    rag_semantic_candidates.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
+    semantic_candidates.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
     rag_search.CHANNEL_DEPTH = DEPTH_CAPTURED
     rag_search.SEMANTIC_DISTINCT = DEPTH_CAPTURED  # `fuse` applies the shipped cut (depth)
     recorded: list[list[ChannelResult]] = []

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from helpers.semantic import hubness, vector_pack  # noqa: E402
-from rag_semantic_client import SemanticWorker  # noqa: E402
+from helpers.semantic.client import SemanticWorker  # noqa: E402
 
 
 def load(db: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:

@@ -25,18 +25,18 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-import rag_db  # noqa: E402
 import rag_sync  # noqa: E402
 from helpers.extract import document  # noqa: E402
 from helpers.extract import registry as extractors  # noqa: E402
 from helpers.extract.blocks import ExtractContext, ExtractLimits, TextBlock  # noqa: E402
+from helpers.index.document_write import DocumentContent  # noqa: E402
 from helpers.safety import FileEntry, walk_files  # noqa: E402
 from helpers.secrets import MostlySecret  # noqa: E402
-from helpers.storage_codec import section_text  # noqa: E402
+from helpers.store import index_db  # noqa: E402
+from helpers.store.codec import section_text  # noqa: E402
 from helpers.text.chunking import build_sections  # noqa: E402
 from helpers.text.hubs import hub_score  # noqa: E402
 from helpers.text.normalize import fold  # noqa: E402
-from rag_sync_write import DocumentContent  # noqa: E402
 
 
 def _no_cancel() -> None:
@@ -92,7 +92,7 @@ def cpu_split(folder: Path, work: Path) -> dict[str, float]:
     folds = [[[fold(c.text) for c in s.children] for s in sections] for sections in sections_of]
     out["matching form (fold per child)"] = time.process_time() - start
 
-    conn = rag_db.open_index(work / "split.sqlite3")
+    conn = index_db.open_index(work / "split.sqlite3")
     contents: list[tuple[FileEntry, DocumentContent]] = []
     for entry, head, sections in zip(entries, heads, sections_of, strict=True):
         if head is not None:
@@ -165,7 +165,7 @@ def cpu_ratio(folder: Path, work: Path, row_chars: int) -> float:
     process, against the bare FTS5 trigram insert of its section text in `row_chars` rows: CPU
     seconds of each, same run (they hold up where wall seconds on a loaded box do not)."""
     import rag_service
-    from rag_config import Config
+    from helpers.config import Config
 
     data = work / "state-cpu"
     config = Config(folder, data, data / "index.sqlite3", semantic=False)

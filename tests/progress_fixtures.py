@@ -8,10 +8,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import rag_jobs
-import rag_storage
 import sync_job_worker
-from rag_config import Config
+from helpers.config import Config
+from helpers.store import job_rows, open_index
 
 DONE, TOTAL, IN_PHASE_S = 1200, 9000, 60.0
 TEXT = f"{DONE}/{TOTAL} texts embedded, {DONE / IN_PHASE_S:.0f}/s"
@@ -23,9 +22,9 @@ def semantic_phase_job(config: Config) -> Iterator[str]:
     """A running job 60 s into its semantic phase, 1,200 of 9,000 texts embedded; yields its id.
     This process plays its worker (holds the sync lock, owns the job's pid); the heartbeat is
     not started, so every face reads the same row."""
-    conn = rag_storage.write_conn(config, "test")
-    job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "")
-    lock = rag_jobs.acquire_worker_lock(config.lock_path)
+    conn = open_index.write_conn(config, "test")
+    job_id, _ = job_rows.create_or_get_active(conn, config.lock_path, "")
+    lock = job_rows.acquire_worker_lock(config.lock_path)
     assert lock is not None and sync_job_worker._claim(conn, job_id)
     reporter = sync_job_worker.JobReporter(config, job_id)
     reporter.on_plan(40, 4_000_000)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-import rag_db
+from helpers.store import index_db
 
 REAL_MODEL_DIR = Path(__file__).resolve().parents[2] / "shared/models/multilingual-e5-small-int8"
 EVAL_DIR = Path(__file__).resolve().parents[2] / "shared/eval"
@@ -234,7 +234,7 @@ def add_document(conn: sqlite3.Connection, path: str, texts: Sequence[str]) -> l
                 ),
             ).lastrowid
         )
-    rag_db.index_new_chunks(conn, ids[0], ids[-1])
+    index_db.index_new_chunks(conn, ids[0], ids[-1])
     conn.execute("COMMIT")
     return ids
 

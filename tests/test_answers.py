@@ -14,10 +14,10 @@ from format_fixtures import RUSSIAN, THAI, make_docx, make_pptx, make_xlsx, writ
 from web_fixtures import sync_now
 
 import rag_service
-from rag_answer import CUT_MARK, json_len
-from rag_config import Config
-from rag_errors import InvalidArgument
-from rag_results import HIT, SEARCH, SearchResult
+from helpers.config import Config
+from helpers.errors import InvalidArgument
+from helpers.ranking.answer_budget import CUT_MARK, json_len
+from helpers.results import HIT, SEARCH, SearchResult
 
 WORDS = [
     "ledger",

@@ -16,8 +16,10 @@ from semantic_fixtures import REAL_MODEL_DIR
 
 import rag_service
 import rag_sync
+from helpers.config import Config
 from helpers.extract.blocks import BlockKind, Location, TextBlock
 from helpers.semantic.model import load_model_info
+from helpers.store.index_db import connect
 from helpers.text import chunking, thai
 from helpers.text.chunking import (
     CHILD_MAX_TOKENS,
@@ -26,8 +28,6 @@ from helpers.text.chunking import (
     build_sections,
 )
 from helpers.text.token_estimate import JOINS_WORD_START, estimate_tokens
-from rag_config import Config
-from rag_db import connect
 
 WORDS = [
     "alpha",

@@ -9,10 +9,9 @@ from pathlib import Path
 
 from conftest import REPO, server_args
 
-import rag_jobs
 import rag_service
-import rag_storage
-from rag_config import Config
+from helpers.config import Config
+from helpers.store import job_rows, open_index
 
 
 def cli(config: Config, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -87,8 +86,8 @@ def test_the_progress_line_counts_embedded_texts_during_the_semantic_phase(confi
     from rag_service import progress_line
     from sync_job_worker import JobReporter
 
-    conn = rag_storage.write_conn(config, "sync_kb")
-    job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "")
+    conn = open_index.write_conn(config, "sync_kb")
+    job_id, _ = job_rows.create_or_get_active(conn, config.lock_path, "")
     reporter = JobReporter(config, job_id)
     reporter.on_plan(0, 0)
     reporter.on_phase("semantic")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import SHARED, make_config
 
-import rag_confidence
 import rag_service
-from rag_config import Config
+from helpers.config import Config
+from helpers.ranking import confidence
 
 MODEL = SHARED / "models" / "multilingual-e5-small-int8"
 
@@ -69,9 +69,9 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Config:
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
 def test_a_clear_answer_is_high(config: Config, mode: str) -> None:
     result = rag_service.search(config, "how do I install the scanner driver", mode=mode)
-    ev = rag_confidence.evidence(result)
+    ev = confidence.evidence(result)
     assert result.hits[0].path == "scanner.md" and result.hits[0].hub == 0.0
-    assert ev.margin >= rag_confidence.MARGIN_HIGH
+    assert ev.margin >= confidence.MARGIN_HIGH
     assert result.confidence == "high"
     assert (ev.cosine is not None) == (mode == "hybrid")
     if mode == "hybrid":
@@ -79,17 +79,17 @@ def test_a_clear_answer_is_high(config: Config, mode: str) -> None:
 
 
 def test_a_winner_the_semantic_side_does_not_back_is_medium(config: Config) -> None:
-    ev = rag_confidence.evidence(
+    ev = confidence.evidence(
         rag_service.search(config, "how do I install the scanner driver", mode="hybrid")
     )
-    assert rag_confidence.band(ev) == "high"
-    assert rag_confidence.band(replace(ev, semantic=False)) == "medium"
+    assert confidence.band(ev) == "high"
+    assert confidence.band(replace(ev, semantic=False)) == "medium"
     # without the agreement rule the same evidence would be high: the rule is what decides
-    assert rag_confidence.band(replace(ev, semantic=False), agree_for_high=False) == "high"
+    assert confidence.band(replace(ev, semantic=False), agree_for_high=False) == "high"
     # lexical mode has no semantic side to ask: the margin alone decides
-    assert rag_confidence.band(replace(ev, semantic=False, cosine=None)) == "high"
-    below = rag_confidence.MARGIN_HIGH - 0.01
-    assert rag_confidence.band(replace(ev, margin=below), margin_agreed=None) == "medium"
+    assert confidence.band(replace(ev, semantic=False, cosine=None)) == "high"
+    below = confidence.MARGIN_HIGH - 0.01
+    assert confidence.band(replace(ev, margin=below), margin_agreed=None) == "medium"
 
 
 def test_a_narrower_winner_both_sides_put_on_top_is_high(config: Config) -> None:
@@ -97,33 +97,33 @@ def test_a_narrower_winner_both_sides_put_on_top_is_high(config: Config) -> None
     the lexical side has the top hit within LEXICAL_AGREE_RANK, the semantic side within
     AGREE_RANK, and the top cosine is at least AGREED_COSINE_MIN; never without a semantic
     side (lexical mode) and never below MARGIN_AGREED."""
-    ev = rag_confidence.evidence(
+    ev = confidence.evidence(
         rag_service.search(config, "how do I install the scanner driver", mode="hybrid")
     )
     assert ev.lexical_rank == 1 and ev.semantic_rank == 1 and ev.semantic and ev.lexical
-    assert ev.cosine >= rag_confidence.AGREED_COSINE_MIN
-    assert rag_confidence.MARGIN_AGREED is not None
-    narrow = replace(ev, margin=(rag_confidence.MARGIN_AGREED + rag_confidence.MARGIN_HIGH) / 2)
-    assert rag_confidence.band(narrow) == "high"
-    assert rag_confidence.band(narrow, margin_agreed=None) == "medium"  # the route decides
-    far = replace(narrow, lexical_rank=rag_confidence.LEXICAL_AGREE_RANK + 1)
-    assert rag_confidence.band(far) == "medium"
-    assert rag_confidence.band(replace(narrow, lexical_rank=None)) == "medium"
-    assert rag_confidence.band(replace(narrow, semantic=False)) == "medium"
-    unsure = replace(narrow, cosine=rag_confidence.AGREED_COSINE_MIN - 0.01)
-    assert rag_confidence.band(unsure) == "medium"
-    assert rag_confidence.band(replace(narrow, cosine=None, semantic=False)) == "medium"
-    below = replace(narrow, margin=rag_confidence.MARGIN_AGREED - 0.01)
-    assert rag_confidence.band(below) == "medium"
-    assert rag_confidence.band(replace(narrow, hub=1.0)) == "medium"
-    assert rag_confidence.band(replace(narrow, pointer=1.0)) == "medium"
+    assert ev.cosine >= confidence.AGREED_COSINE_MIN
+    assert confidence.MARGIN_AGREED is not None
+    narrow = replace(ev, margin=(confidence.MARGIN_AGREED + confidence.MARGIN_HIGH) / 2)
+    assert confidence.band(narrow) == "high"
+    assert confidence.band(narrow, margin_agreed=None) == "medium"  # the route decides
+    far = replace(narrow, lexical_rank=confidence.LEXICAL_AGREE_RANK + 1)
+    assert confidence.band(far) == "medium"
+    assert confidence.band(replace(narrow, lexical_rank=None)) == "medium"
+    assert confidence.band(replace(narrow, semantic=False)) == "medium"
+    unsure = replace(narrow, cosine=confidence.AGREED_COSINE_MIN - 0.01)
+    assert confidence.band(unsure) == "medium"
+    assert confidence.band(replace(narrow, cosine=None, semantic=False)) == "medium"
+    below = replace(narrow, margin=confidence.MARGIN_AGREED - 0.01)
+    assert confidence.band(below) == "medium"
+    assert confidence.band(replace(narrow, hub=1.0)) == "medium"
+    assert confidence.band(replace(narrow, pointer=1.0)) == "medium"
 
 
 def test_document_level_evidence_when_two_sections_of_one_document_lead(config: Config) -> None:
     """Both lawn sections match: the runner-up is the same document, so the margin over the
     first hit of another document is larger, and the document's best ranks are its sections'."""
     result = rag_service.search(config, "sharpen the lawn mower blade", mode="hybrid")
-    ev = rag_confidence.evidence(result)
+    ev = confidence.evidence(result)
     top, second = result.hits[0], result.hits[1]
     assert top.path == second.path == "lawn.md", [h.path for h in result.hits]
     assert top.section_id != second.section_id
@@ -137,20 +137,20 @@ def test_document_level_evidence_when_two_sections_of_one_document_lead(config: 
     assert ev.semantic_rank == top.channels["semantic"].rank
     # measured by document, the same evidence may only gain: never a lower band
     order = ["low", "medium", "high"]
-    by_doc = rag_confidence.band(ev, margin_by_document=True, agree_by_document=True)
-    assert order.index(by_doc) >= order.index(rag_confidence.band(ev))
+    by_doc = confidence.band(ev, margin_by_document=True, agree_by_document=True)
+    assert order.index(by_doc) >= order.index(confidence.band(ev))
 
 
 def test_a_hub_on_top_is_never_high(config: Config) -> None:
     """Only the question list names the projector lamp: it is the single lexical hit (margin
     1.0), a clear winner by score, but a hub answers nothing."""
     result = rag_service.search(config, "projector lamp", mode="lexical")
-    ev = rag_confidence.evidence(result)
+    ev = confidence.evidence(result)
     assert [h.path for h in result.hits] == ["faq.md"]
-    assert result.hits[0].hub > rag_confidence.HUB_MAX_HIGH and ev.hub == result.hits[0].hub
+    assert result.hits[0].hub > confidence.HUB_MAX_HIGH and ev.hub == result.hits[0].hub
     assert ev.margin == 1.0 and ev.coverage == 1.0
     assert result.confidence == "medium"
-    assert rag_confidence.band(replace(ev, hub=0.0)) == "high"  # the hub score decides
+    assert confidence.band(replace(ev, hub=0.0)) == "high"  # the hub score decides
 
 
 @pytest.mark.parametrize("mode", ["lexical", "hybrid"])
@@ -159,19 +159,19 @@ def test_a_section_that_only_points_at_the_answer_is_never_high(config: Config, 
     in `see Section 4.2, “…”`): it still ranks first, lowered by the pointer prior to about the
     runner-up, and even as a clear winner by score it would point at an answer elsewhere."""
     result = rag_service.search(config, POINTED_AT, mode=mode)
-    ev = rag_confidence.evidence(result)
+    ev = confidence.evidence(result)
     assert result.hits[0].path == "shed.md", [h.path for h in result.hits]
     assert ev.pointer == pytest.approx(1.0)
     assert result.confidence != "high"
     if mode == "lexical":
         assert ev.coverage == 1.0 and result.confidence == "medium"
         clear = replace(ev, margin=1.0)
-        assert rag_confidence.band(clear) == "medium"
-        assert rag_confidence.band(replace(clear, pointer=0.0)) == "high"  # the pointer decides
+        assert confidence.band(clear) == "medium"
+        assert confidence.band(replace(clear, pointer=0.0)) == "high"  # the pointer decides
 
 
 def test_a_clear_answer_carries_no_pointer_weight(config: Config) -> None:
-    ev = rag_confidence.evidence(
+    ev = confidence.evidence(
         rag_service.search(config, "how do I install the scanner driver", mode="hybrid")
     )
     assert ev.pointer == 0.0
@@ -190,8 +190,8 @@ def test_the_hub_score_is_not_part_of_any_response_shape(config: Config) -> None
 
 
 def test_an_empty_result_is_low() -> None:
-    ev = rag_confidence.Evidence(0, 0.0, False, False, None, 0.0, 0.0)
-    assert rag_confidence.band(ev) == "low"
+    ev = confidence.Evidence(0, 0.0, False, False, None, 0.0, 0.0)
+    assert confidence.band(ev) == "low"
 
 
 def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> None:
@@ -208,14 +208,14 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
         ("projector lamp", None),
     ):
         result = rag_service.search(config, query, mode="hybrid")
-        ev = rag_confidence.evidence(result)
+        ev = confidence.evidence(result)
         rows.append(bench.Row("s", "s", True, ev, result.confidence, result.hits[0].path == path))
     point = bench.grid_point(
         {"s": rows},
         [],
-        rag_confidence.MARGIN_HIGH,
-        rag_confidence.AGREE_FOR_HIGH,
-        rag_confidence.HUB_MAX_HIGH,
+        confidence.MARGIN_HIGH,
+        confidence.AGREE_FOR_HIGH,
+        confidence.HUB_MAX_HIGH,
     )
     report = bench.band_report(rows, [r.band for r in rows])
     assert point["sets"]["s"]["share"] == report["high"]["share"]
@@ -235,13 +235,13 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
 def test_a_strong_cosine_is_evidence_without_a_gap(config: Config) -> None:
     """On similar documents every hit has a high cosine, so the gap to the others is ~0 even
     for the right answer: a top cosine of COSINE_STRONG keeps it out of `low`."""
-    ev = rag_confidence.evidence(
+    ev = confidence.evidence(
         rag_service.search(config, "volcano eruption seismology", mode="hybrid")
     )
-    assert ev.coverage < rag_confidence.COVERAGE_MIN and rag_confidence.band(ev) == "low"
+    assert ev.coverage < confidence.COVERAGE_MIN and confidence.band(ev) == "low"
     flat = replace(ev, cosine_gap=0.0)
-    assert rag_confidence.band(replace(flat, cosine=rag_confidence.COSINE_STRONG)) != "low"
-    assert rag_confidence.band(replace(flat, cosine=rag_confidence.COSINE_STRONG - 0.01)) == "low"
+    assert confidence.band(replace(flat, cosine=confidence.COSINE_STRONG)) != "low"
+    assert confidence.band(replace(flat, cosine=confidence.COSINE_STRONG - 0.01)) == "low"
 
 
 def test_a_query_that_names_the_file_is_not_low(tmp_path: Path) -> None:
@@ -255,7 +255,7 @@ def test_a_query_that_names_the_file_is_not_low(tmp_path: Path) -> None:
     assert view.state == "succeeded", view.to_dict()
     result = rag_service.search(config, "kt-4410.md", mode="lexical", detail="full")
     assert result.hits[0].path == "kt-4410.md" and "filename" in result.hits[0].channels
-    assert rag_confidence.evidence(result).coverage == 1.0
+    assert confidence.evidence(result).coverage == 1.0
     assert result.confidence != "low"
     # a query that names no file still needs its words in the text
     assert rag_service.search(config, "volcano eruption", mode="lexical").confidence == "low"

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from conftest import REPO, make_config
 
-import rag_config
 import rag_service
-from rag_config import SAMPLE_DIR, add_config_arguments, config_from_args
+from helpers import config
+from helpers.config import SAMPLE_DIR, add_config_arguments, config_from_args
 
 
-def parse(*argv: str, demo: bool = False) -> rag_config.Config:
+def parse(*argv: str, demo: bool = False) -> config.Config:
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
     return config_from_args(parser.parse_args(list(argv)), demo=demo)
@@ -105,6 +105,6 @@ def test_a_clones_state_folder_is_kept_for_the_folder_it_indexes(
         make_config(docs, legacy), rag_service.start_sync(make_config(docs, legacy)).job_id
     )
     assert view.state == "succeeded"
-    monkeypatch.setattr(rag_config, "LEGACY_DATA_DIR", legacy)
+    monkeypatch.setattr(config, "LEGACY_DATA_DIR", legacy)
     assert parse("--knowledge-dir", str(docs)).data_dir == legacy
     assert parse("--knowledge-dir", str(other)).data_dir.parent == home / ".mcp-ragdoc"

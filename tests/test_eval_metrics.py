@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import eval_metrics
-from helpers.eval_metrics import (
+from helpers.eval import metrics as eval_metrics
+from helpers.eval.metrics import (
     QueryOutcome,
     distinct_documents,
     first_relevant_rank,

@@ -12,7 +12,7 @@ import pytest
 from conftest import make_config
 
 import rag_service
-from rag_config import Config, add_config_arguments, config_from_args
+from helpers.config import Config, add_config_arguments, config_from_args
 
 
 def _sync(config: Config, path: str | None = None):  # type: ignore[no-untyped-def]

@@ -10,10 +10,10 @@ import pytest
 from format_fixtures import XHTML, write_epub
 
 import rag_service
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext, TextBlock
 from helpers.extract.html_page import MAX_INTERNAL_SUBSET_CHARS, extract_html_chunks
 from helpers.extract.registry import extractor_for
-from rag_config import Config
 
 OUTSIDE_SECRET = "quokka-outside-7731"  # only in a file outside the knowledge dir
 

@@ -11,9 +11,9 @@ from format_fixtures import make_docx, soffice_convert, write_text_pdf
 from openpyxl import Workbook
 
 import rag_service
+from helpers.config import Config
 from helpers.extract.blocks import ExtractionError, ExtractLimits
 from helpers.extract.sandbox import SandboxedExtractor
-from rag_config import Config
 from rag_sync import JobCancelled
 
 

@@ -26,9 +26,9 @@ from helpers.extract.registry import extractor_for
 from helpers.extract.sandbox import SandboxedExtractor
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import MostlySecret
+from helpers.store.index_db import open_index
 from helpers.text.chunking import Child, Section
 from helpers.text.hubs import hub_score
-from rag_db import open_index
 from tests.test_extract_pdf_structure import BOOKMARKS, LABELS, manual_pages, write_structured_pdf
 
 

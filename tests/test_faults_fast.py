@@ -47,12 +47,12 @@ from stress.harness import (
     worker_pids,
 )
 
-import rag_jobs
 import rag_service
 import rag_sync
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext
-from rag_config import Config
-from rag_db import open_index
+from helpers.store import job_rows
+from helpers.store.index_db import open_index
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_killing_the_mcp_server_mid_sync_leaves_the_worker_running_and_a_new_ser
         def final_status() -> dict | None:
             is_error, status = second.call("sync_status", {"job_id": job["job_id"]})
             assert not is_error, status
-            return status if status["state"] in rag_jobs.FINAL_STATES else None
+            return status if status["state"] in job_rows.FINAL_STATES else None
 
         status = wait_until(final_status, timeout=120, interval=0.2)
         assert status["state"] == "succeeded" and status["counts"]["added"] == files
@@ -140,7 +140,7 @@ def test_killing_the_mcp_server_mid_call_leaves_no_stuck_job_and_a_whole_index(
     server.send_request("tools/call", {"name": tool, "arguments": args})
     server.kill()  # the request is in flight: killed mid-call
     final = wait_until(
-        lambda: (v := rag_service.sync_status(config)).state in rag_jobs.FINAL_STATES and v,
+        lambda: (v := rag_service.sync_status(config)).state in job_rows.FINAL_STATES and v,
         timeout=60,
     )
     # The kill may land before the request is read (no new job), after the worker started
@@ -256,7 +256,7 @@ _SEARCHER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 config = Config.from_json(sys.argv[2])
 out = {"ok": 0, "errors": [], "ms": []}
 for i in range(int(sys.argv[3])):
@@ -306,7 +306,7 @@ _STORMER = """
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 config = Config.from_json(sys.argv[2])
 rng = random.Random(int(sys.argv[3]))
 end = time.monotonic() + float(sys.argv[4])
@@ -340,7 +340,7 @@ def test_sync_and_cancel_storms_from_several_processes_keep_one_worker_and_no_or
     wait_until(
         lambda: (
             not worker_pids(config.data_dir)
-            and rag_service.sync_status(config).state in rag_jobs.FINAL_STATES
+            and rag_service.sync_status(config).state in job_rows.FINAL_STATES
         ),
         timeout=60,
     )

@@ -33,10 +33,10 @@ from hypothesis.configuration import set_hypothesis_home_dir
 from stress.harness import run_sync
 
 import rag_service
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits, TextBlock
 from helpers.extract.registry import extractor_for
 from helpers.extract.sandbox import SandboxedExtractor
-from rag_config import Config
 
 CORPUS_DIR = Path(__file__).resolve().parent / "fuzz_corpus"
 # Hypothesis caches constants under ./.hypothesis; keep the repository clean.

@@ -10,8 +10,8 @@ from stress.harness import run_sync
 from test_sync_large_docs import _kill_writer_when, _write_big
 
 import rag_service
+from helpers.config import Config
 from helpers.lexical.common import STAGING_PATH_PREFIX
-from rag_config import Config
 
 
 def _staged(db_path: Path) -> tuple[int, int]:

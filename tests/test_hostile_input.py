@@ -33,12 +33,12 @@ from stress.harness import (
 )
 
 import rag_service
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext, ExtractLimits
 from helpers.extract.registry import extractor_for
 from helpers.extract.textio import READ_CHUNK_CHARS
 from helpers.safety import FileEntry
-from rag_config import Config
-from rag_jobs import JobView
+from helpers.store.job_rows import JobView
 from rag_sync import extract_document
 
 MIN_HOSTILE_CASES = 200

@@ -1,5 +1,5 @@
 """Hubness correction of semantic candidates: the math on real vectors, and the query path on a
-real SQLite generation (rag_semantic._hubness_corrected)."""
+real SQLite generation (generations._hubness_corrected)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-import rag_db
-import rag_semantic
-from helpers.semantic import hubness, hubness_store, vector_pack
+from helpers.semantic import generations, hubness, hubness_store, vector_pack
+from helpers.store import index_db
 
 DIM = 16
 
@@ -51,9 +50,9 @@ def test_weight_is_full_for_a_weak_best_match_and_zero_for_a_close_one():
     assert 0 < middle < hubness.WEIGHT
 
 
-def _generation(db: Path, vectors: np.ndarray) -> rag_semantic.Generation:
-    conn = rag_db.open_index(db)
-    with rag_db.write_transaction(conn):
+def _generation(db: Path, vectors: np.ndarray) -> generations.Generation:
+    conn = index_db.open_index(db)
+    with index_db.write_transaction(conn):
         gen = conn.execute(
             "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
             "created_at, finished_at) VALUES ('test', 'test', ?, 1, ?, ?, ?)",
@@ -73,7 +72,7 @@ def _generation(db: Path, vectors: np.ndarray) -> rag_semantic.Generation:
                     vector_pack.pack_vectors(part.astype(np.float16)),
                 ),
             )
-    generation = rag_semantic.latest_ready_generation(conn)
+    generation = generations.latest_ready_generation(conn)
     conn.close()
     assert generation is not None
     return generation
@@ -98,7 +97,7 @@ def test_a_hub_falls_behind_a_specific_chunk_only_when_nothing_matches_well(tmp_
         str(db), generation.id, generation.fingerprint, generation.vector_count, generation.dim
     )
     hubness_store._cache.clear()
-    conn = rag_db.connect(db, readonly=True)
+    conn = index_db.connect(db, readonly=True)
     try:
         weak = [(1, 0.80), (2, 0.79), (3, 0.70)]
         corrected = hubness_store.corrected(conn, ref, weak)
@@ -124,16 +123,16 @@ def test_search_reads_the_newest_generation_for_the_correction(tmp_path: Path):
     spread = _hub_and_outlier(6)
     db = tmp_path / "index.sqlite3"
     empty = tmp_path / "empty.sqlite3"
-    rag_db.open_index(empty).close()
+    index_db.open_index(empty).close()
     _generation(db, spread)
     hubness_store._cache.clear()
     weak = [(1, 0.80), (2, 0.79), (3, 0.70)]
     try:
-        conn = rag_db.connect(db, readonly=True)
+        conn = index_db.connect(db, readonly=True)
         assert rag_search._hubness_corrected(conn, weak)[0][0] == 2  # the hub fell behind
         assert next(iter(hubness_store._cache)).db == str(db.resolve())
         conn.close()
-        conn = rag_db.connect(empty, readonly=True)
+        conn = index_db.connect(empty, readonly=True)
         assert rag_search._hubness_corrected(conn, weak) == weak  # no vectors: nothing to do
         conn.close()
     finally:
@@ -170,7 +169,7 @@ def test_a_slow_build_for_one_index_does_not_block_the_correction_of_another(
     results: dict[str, list[tuple[int, float]]] = {}
 
     def correct(name: str) -> None:
-        conn = rag_db.connect(refs[name][0], readonly=True)
+        conn = index_db.connect(refs[name][0], readonly=True)
         try:
             results[name] = hubness_store.corrected(conn, refs[name][1], weak)
         finally:

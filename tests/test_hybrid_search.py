@@ -10,8 +10,8 @@ from conftest import SHARED, make_config
 from stress.harness import McpProcess
 
 import rag_service
-from rag_config import Config
-from rag_db import connect
+from helpers.config import Config
+from helpers.store.index_db import connect
 
 MODEL = SHARED / "models" / "multilingual-e5-small-int8"
 

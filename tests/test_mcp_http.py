@@ -20,8 +20,8 @@ from fastmcp import Client
 from fastmcp.client.transports import StreamableHttpTransport
 from mcp.shared.exceptions import MCPError
 
-from rag_config import Config
-from rag_jobs import FINAL_STATES
+from helpers.config import Config
+from helpers.store.job_rows import FINAL_STATES
 
 INIT = {
     "jsonrpc": "2.0",

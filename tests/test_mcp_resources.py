@@ -13,10 +13,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-import rag_db
 import rag_service
-from rag_config import Config
-from rag_jobs import FINAL_STATES
+from helpers.config import Config
+from helpers.store import index_db
+from helpers.store.job_rows import FINAL_STATES
 
 pytestmark = pytest.mark.anyio
 GUIDE = (
@@ -163,8 +163,8 @@ async def test_sync_status_waits_for_the_next_change_instead_of_polling(
 async def test_a_document_indexed_with_an_older_chunk_scheme_is_still_listed(indexed: Config):
     """needs_reindex documents read as they are until the next sync (a scheme bump must not
     empty resources/list, least of all on a read-only index)."""
-    conn = rag_db.open_index(indexed.db_path)
-    with rag_db.write_transaction(conn):
+    conn = index_db.open_index(indexed.db_path)
+    with index_db.write_transaction(conn):
         conn.execute("UPDATE documents SET chunk_scheme = chunk_scheme - 1 WHERE path = 'guide.md'")
     conn.close()
     statuses = {d["path"]: d["status"] for d in rag_service.list_documents(indexed)["items"]}

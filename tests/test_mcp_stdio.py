@@ -18,7 +18,7 @@ from fastmcp.client.transports import StdioTransport
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from rag_config import Config
+from helpers.config import Config
 
 pytestmark = pytest.mark.anyio
 EXPECTED_TOOLS = {"rag_search", "sync_kb", "sync_status", "cancel_sync", "rag_health"}

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from conftest import downgraded_copy, make_config, undo_migration_8, write_corpus
 
-import rag_db
-import rag_db_backfill
 import rag_search
 import rag_service
+from helpers.config import Config
+from helpers.store import backfill as db_backfill
+from helpers.store import index_db
 from helpers.text.normalize import fold
-from rag_config import Config
 
 # Trigram-channel queries (a Thai word, an identifier the word index cannot express, a
 # substring inside words) and word queries: the same hits before and after the migration.
@@ -36,7 +36,7 @@ def synced(tmp_path: Path) -> Config:
 
 
 def _hits(db: Path) -> dict[str, list[tuple[str, str]]]:
-    with closing(rag_db.connect(db, readonly=True)) as conn:
+    with closing(index_db.connect(db, readonly=True)) as conn:
         return {
             q: [
                 (h.path, h.section_id)
@@ -72,13 +72,13 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
         sections = old.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
     assert "chunks_fts_content" in tables  # schema 7's own copy of the text
     pauses: list[float] = []
-    monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 7)
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", pauses.append)
-    with closing(rag_db.open_index(db)) as conn:
-        assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+    monkeypatch.setattr(db_backfill, "TRIGRAM_BACKFILL_ROWS", 7)
+    monkeypatch.setattr(db_backfill.time, "sleep", pauses.append)
+    with closing(index_db.open_index(db)) as conn:
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
         # one short transaction per batch: trigram rows, then migration 9's compaction
-        compaction = math.ceil(sections / rag_db_backfill.COMPACT_SECTION_ROWS) + math.ceil(
-            chunks / rag_db_backfill.COMPACT_CHUNK_ROWS
+        compaction = math.ceil(sections / db_backfill.COMPACT_SECTION_ROWS) + math.ceil(
+            chunks / db_backfill.COMPACT_CHUNK_ROWS
         )
         assert len(pauses) == math.ceil(chunks / 7) + compaction
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
@@ -99,16 +99,16 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
     synced: Config, tmp_path: Path, monkeypatch
 ) -> None:
     db = downgraded_copy(synced.db_path, tmp_path / "old", undo_migration_8)
-    monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
+    monkeypatch.setattr(db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
 
     def killed(_seconds: float) -> None:
         raise _Killed
 
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", killed)
+    monkeypatch.setattr(db_backfill.time, "sleep", killed)
     with pytest.raises(_Killed):
-        rag_db.open_index(db)  # migrated, then killed after the first batch
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", lambda _s: None)
-    with closing(rag_db.connect(db)) as conn:
+        index_db.open_index(db)  # migrated, then killed after the first batch
+    monkeypatch.setattr(db_backfill.time, "sleep", lambda _s: None)
+    with closing(index_db.connect(db)) as conn:
         cursor = int(
             conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()[0]
         )
@@ -118,7 +118,7 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
         gone = {first.fetchone()[0], last.fetchone()[0]}
         thai = conn.execute("SELECT id FROM documents WHERE path = 'thai.md'").fetchone()[0]
         gone.discard(thai)
-        with rag_db.write_transaction(conn):  # a sync's writes while the backfill is pending
+        with index_db.write_transaction(conn):  # a sync's writes while the backfill is pending
             for doc_id in gone:
                 conn.execute("DELETE FROM documents WHERE id = ?", (doc_id,))  # cascades
             conn.execute(
@@ -132,8 +132,8 @@ def test_a_killed_backfill_resumes_and_writes_during_it_stay_consistent(
                 "'qwertzy added', '', '{}' FROM chunks WHERE document_id = ? LIMIT 1",
                 (thai,),
             ).lastrowid
-            rag_db.index_new_chunks(conn, new_id, new_id)
-    with closing(rag_db.open_index(db)) as conn:
+            index_db.index_new_chunks(conn, new_id, new_id)
+    with closing(index_db.open_index(db)) as conn:
         assert (
             conn.execute("SELECT value FROM meta WHERE key = 'trigram_backfill_next'").fetchone()
             is None
@@ -155,38 +155,38 @@ def test_opening_an_upgraded_index_waits_one_budget_and_searches_and_the_worker_
     worker finishes it."""
     import dataclasses
 
-    import rag_storage
+    from helpers.store import open_index
 
     db = downgraded_copy(synced.db_path, tmp_path / "old", undo_migration_8)
-    monkeypatch.setattr(rag_db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
-    monkeypatch.setattr(rag_db_backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # one batch per budget
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(db_backfill, "TRIGRAM_BACKFILL_ROWS", 5)
+    monkeypatch.setattr(db_backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # one batch per budget
+    monkeypatch.setattr(db_backfill.time, "sleep", lambda _s: None)
 
     def indexed() -> int:
-        with closing(rag_db.connect(db, readonly=True)) as conn:
+        with closing(index_db.connect(db, readonly=True)) as conn:
             return conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
 
     config = dataclasses.replace(synced, data_dir=db.parent, db_path=db)
-    rag_storage.write_conn(config, "upgrading the index").close()  # what a tool call does
+    open_index.write_conn(config, "upgrading the index").close()  # what a tool call does
     assert indexed() == 5
-    rag_storage.read_conn(config).close()  # a search on the upgraded index
+    open_index.read_conn(config).close()  # a search on the upgraded index
     assert indexed() == 10
-    import rag_health
+    from helpers import health
 
-    warnings = " ".join(rag_health.health(config)["warnings"])
+    warnings = " ".join(health.health(config)["warnings"])
     assert "substring index is being rebuilt" in warnings and "sync_kb finishes it" in warnings
-    with closing(rag_db.connect(db)) as conn:
-        assert rag_db_backfill.trigram_backfill_pending(conn)
+    with closing(index_db.connect(db)) as conn:
+        assert db_backfill.trigram_backfill_pending(conn)
         total = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
     assert total > 10
-    monkeypatch.setattr(rag_db_backfill, "OPEN_BACKFILL_BUDGET_S", 2.0)
+    monkeypatch.setattr(db_backfill, "OPEN_BACKFILL_BUDGET_S", 2.0)
     assert rag_service.sync_kb_blocking(config).state == "succeeded"
-    with closing(rag_db.connect(db)) as conn:
-        assert not rag_db_backfill.trigram_backfill_pending(conn)
+    with closing(index_db.connect(db)) as conn:
+        assert not db_backfill.trigram_backfill_pending(conn)
         assert (
             conn.execute("SELECT COUNT(*) FROM chunks_fts_docsize").fetchone()[0]
             == (conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0])
         )
         _consistent(conn)
     assert _hits(db) == _hits(synced.db_path)
-    assert "substring index" not in " ".join(rag_health.health(config)["warnings"])
+    assert "substring index" not in " ".join(health.health(config)["warnings"])

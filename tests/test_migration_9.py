@@ -19,18 +19,17 @@ from conftest import downgraded_copy, make_config, undo_migration_9, write_corpu
 from openpyxl import Workbook
 from semantic_fixtures import build_tiny_model
 
-import rag_db
-import rag_db_backfill
-import rag_semantic
 import rag_service
+from helpers.config import Config
 from helpers.extract.blocks import Location
-from helpers.storage_codec import (
+from helpers.semantic import generations
+from helpers.store import backfill, index_db
+from helpers.store.codec import (
     child_location,
     pack_child_location,
     pack_section_text,
     section_text,
 )
-from rag_config import Config
 
 QUERIES = ("budget meeting", "Quarterly revenue", "สิทธิ", "Ёлка", "invoic", "note-00003")
 
@@ -139,12 +138,12 @@ def test_a_schema_8_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     size = old.db_path.stat().st_size
 
     pauses: list[float] = []
-    monkeypatch.setattr(rag_db_backfill, "COMPACT_SECTION_ROWS", 3)
-    monkeypatch.setattr(rag_db_backfill, "COMPACT_CHUNK_ROWS", 7)
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", pauses.append)
-    with closing(rag_db.open_index(old.db_path)) as conn:
-        assert rag_db.schema_version(conn) == 9
-        assert not rag_db_backfill.compact_backfill_pending(conn)
+    monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 3)
+    monkeypatch.setattr(backfill, "COMPACT_CHUNK_ROWS", 7)
+    monkeypatch.setattr(backfill.time, "sleep", pauses.append)
+    with closing(index_db.open_index(old.db_path)) as conn:
+        assert index_db.schema_version(conn) == 9
+        assert not backfill.compact_backfill_pending(conn)
         conn.execute("VACUUM")
     assert len(pauses) == math.ceil(sections / 3) + math.ceil(chunks / 7)  # one per batch
     assert _stored(old.db_path) == fresh
@@ -164,11 +163,11 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
     schema_8 = _stored(old.db_path)
     # a schema-8 index served read-only is read as it is, never migrated (READABLE_FROM_VERSION)
     assert _answers(dataclasses.replace(old, read_only=True)) == answers
-    with closing(rag_db.connect(old.db_path, readonly=True)) as conn:
-        assert rag_db.schema_version(conn) == 8
+    with closing(index_db.connect(old.db_path, readonly=True)) as conn:
+        assert index_db.schema_version(conn) == 8
 
-    monkeypatch.setattr(rag_db_backfill, "COMPACT_SECTION_ROWS", 4)
-    monkeypatch.setattr(rag_db_backfill, "COMPACT_CHUNK_ROWS", 25)
+    monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 4)
+    monkeypatch.setattr(backfill, "COMPACT_CHUNK_ROWS", 25)
 
     def killed_at(pause: int) -> Callable[[float], None]:
         pauses = iter(range(1, pause + 1))
@@ -179,30 +178,30 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
 
         return sleep
 
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", killed_at(1))
+    monkeypatch.setattr(backfill.time, "sleep", killed_at(1))
     with pytest.raises(_Killed):
-        rag_db.open_index(old.db_path)  # migrated, then killed after the first batch
+        index_db.open_index(old.db_path)  # migrated, then killed after the first batch
     stored = _stored(old.db_path)
     assert stored["sections"][:4] == fresh["sections"][:4]
     assert stored["sections"][4:] == schema_8["sections"][4:]
     assert stored["chunks"] == schema_8["chunks"]
     assert _answers(old) == answers  # compact and schema-8 rows side by side
 
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", killed_at(2))
-    monkeypatch.setattr(rag_db_backfill, "COMPACT_SECTION_ROWS", 10_000)
-    with pytest.raises(_Killed), closing(rag_db.connect(old.db_path)) as conn:
-        rag_db_backfill.run_backfills(conn, bounded=True)  # the sections done, killed in the chunks
+    monkeypatch.setattr(backfill.time, "sleep", killed_at(2))
+    monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 10_000)
+    with pytest.raises(_Killed), closing(index_db.connect(old.db_path)) as conn:
+        backfill.run_backfills(conn, bounded=True)  # the sections done, killed in the chunks
     stored = _stored(old.db_path)
     assert stored["sections"] == fresh["sections"]
     assert stored["chunks"][:25] == fresh["chunks"][:25]
     assert stored["chunks"][25:] == schema_8["chunks"][25:]
     assert _answers(old) == answers
 
-    monkeypatch.setattr(rag_db_backfill.time, "sleep", lambda _s: None)
-    monkeypatch.setattr(rag_db_backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # the worker finishes it
+    monkeypatch.setattr(backfill.time, "sleep", lambda _s: None)
+    monkeypatch.setattr(backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # the worker finishes it
     assert rag_service.sync_kb_blocking(old).state == "succeeded"
-    with closing(rag_db.connect(old.db_path)) as conn:
-        assert not rag_db_backfill.compact_backfill_pending(conn)
+    with closing(index_db.connect(old.db_path)) as conn:
+        assert not backfill.compact_backfill_pending(conn)
     assert _stored(old.db_path) == _stored(synced.db_path)
     assert _answers(old) == answers
 
@@ -217,16 +216,16 @@ def test_vectors_built_before_the_migration_are_reused_after_it(tmp_path: Path) 
     with closing(sqlite3.connect(config.db_path)) as conn:
         undo_migration_9(conn)  # the same vectors, over an index as schema 8 stored it
         conn.commit()
-    with closing(rag_db.open_index(config.db_path)) as conn:
-        assert not rag_db_backfill.compact_backfill_pending(conn)
-        before = rag_semantic.latest_ready_generation(conn)
-        state = rag_semantic.semantic_state(conn, model, True, tmp_path / "cache")
+    with closing(index_db.open_index(config.db_path)) as conn:
+        assert not backfill.compact_backfill_pending(conn)
+        before = generations.latest_ready_generation(conn)
+        state = generations.semantic_state(conn, model, True, tmp_path / "cache")
         assert state.state == "ready", state.reason
     (docs / "guide.md").write_text("# Guide\n\nOne new paragraph about invoices.\n", "utf-8")
     view = rag_service.sync_kb_blocking(config)
     assert view.state == "succeeded"
-    with closing(rag_db.connect(config.db_path)) as conn:
-        after = rag_semantic.latest_ready_generation(conn)
+    with closing(index_db.connect(config.db_path)) as conn:
+        after = generations.latest_ready_generation(conn)
         changed = conn.execute(
             "SELECT COUNT(*) FROM chunks c JOIN documents d ON d.id = c.document_id "
             "WHERE d.path = 'guide.md'"

@@ -17,7 +17,7 @@ from ocr_fixtures import (
 )
 
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 
 
 def _sync(config: Config):  # type: ignore[no-untyped-def]

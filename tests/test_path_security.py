@@ -18,14 +18,14 @@ import pytest
 from conftest import REPO, RecordingObserver, make_config
 from stress.harness import McpProcess, run_sync
 
-import rag_jobs
 import rag_service
 import rag_sync
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext
+from helpers.results import UNTRUSTED_NOTICE
 from helpers.safety import resolve_inside
-from rag_config import Config
-from rag_db import open_index
-from rag_results import UNTRUSTED_NOTICE
+from helpers.store import job_rows
+from helpers.store.index_db import open_index
 
 OUTSIDE_TOKEN = "outsidecanary42"  # only in files outside the knowledge dir
 SECRET_TOKEN = "sensitivecanary77"  # only in hidden / sensitive-looking files inside it
@@ -259,7 +259,7 @@ def test_a_scope_folder_swapped_for_a_link_after_validation_is_not_followed(race
     assert resolve_inside(knowledge, "sub") == knowledge / "sub"  # what start_sync checks
     config.logs_dir.mkdir(parents=True)
     conn = open_index(config.db_path)
-    job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "sub")
+    job_id, _ = job_rows.create_or_get_active(conn, config.lock_path, "sub")
     conn.close()
     os.rename(knowledge / "sub", knowledge / "sub-old")
     os.symlink(race_setup.outside, knowledge / "sub")  # swapped before the worker walks

@@ -28,9 +28,9 @@ from stress.harness import (
 
 import rag_service
 from helpers import platform_caps
+from helpers.config import Config
 from helpers.extract.blocks import ExtractionError, ExtractLimits
 from helpers.extract.sandbox import SandboxedExtractor
-from rag_config import Config
 
 MISSING = "prctl,rlimit_as,proc"
 RSS_CAP_BYTES = 128 * 1024 * 1024  # a fresh child is ~45 MB resident; the big DOCX needs ~200 MB

@@ -8,12 +8,12 @@ import pytest
 from conftest import SHARED, make_config
 from format_fixtures import write_text_pdf
 
-import rag_db
 import rag_service
+from helpers.config import Config
 from helpers.lexical import pointers
 from helpers.lexical.query_terms import Query
+from helpers.store import index_db
 from helpers.text.pointers import TITLE_MAX_CHARS, pointer_spans, without_pointers
-from rag_config import Config
 
 MODEL = SHARED / "models" / "multilingual-e5-small-int8"
 
@@ -151,7 +151,7 @@ def test_a_pointer_still_ranks_when_nothing_else_matches(folder: Config, mode) -
 
 
 def test_a_folder_without_pointers_ranks_exactly_as_before(folder: Config) -> None:
-    conn = rag_db.connect(folder.db_path)
+    conn = index_db.connect(folder.db_path)
     try:
         ids = [row[0] for row in conn.execute("SELECT id FROM chunks ORDER BY id")]
         fused = [(cid, 1.0 / (i + 1), {}) for i, cid in enumerate(ids)]

@@ -16,9 +16,9 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from web_fixtures import Http, running_console
 
-import rag_mcp_models
-import rag_results as shapes
-from rag_config import Config
+from helpers import results as shapes
+from helpers.config import Config
+from helpers.web import mcp_models
 
 pytestmark = pytest.mark.anyio
 QUERY = "payable invoices"
@@ -166,12 +166,12 @@ async def test_every_face_carries_the_same_keys_per_shape(config: Config) -> Non
 
 
 def test_mcp_models_match_the_shapes_and_forbid_unknown_keys() -> None:
-    rag_mcp_models.check_against_shapes()
-    for model, shape in rag_mcp_models._CHECKED:
+    mcp_models.check_against_shapes()
+    for model, shape in mcp_models._CHECKED:
         assert set(model.model_fields) == set(shape.full)
         assert model.model_config.get("extra") == "forbid", model.__name__
     with pytest.raises(ValueError, match="extra"):
-        rag_mcp_models.JobErrorOut.model_validate({"path": "a", "message": "b", "surprise": 1})
+        mcp_models.JobErrorOut.model_validate({"path": "a", "message": "b", "surprise": 1})
 
 
 def test_a_shape_refuses_unknown_and_missing_keys() -> None:

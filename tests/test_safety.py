@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import rag_service
+from helpers.config import Config
 from helpers.safety import (
     FileEntry,
     PathRejected,
@@ -19,7 +20,6 @@ from helpers.safety import (
     resolve_inside,
     walk_files,
 )
-from rag_config import Config
 
 
 def test_prefix_scope_matches_only_at_a_folder_boundary():

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import make_config
 
-import rag_db
 import rag_search
 import rag_service
-from rag_config import Config
+from helpers.config import Config
+from helpers.store import index_db
 
 FILES = {
     "reports/sales-report-2026.txt": (
@@ -415,7 +415,7 @@ def test_a_resynced_index_ranks_exactly_like_a_fresh_one(tmp_path: Path) -> None
     fresh = make_config(fresh_docs, tmp_path / "state-fresh")
     write(fresh_docs, "final")
     _sync(fresh)
-    conn = rag_db.connect(resynced.db_path, readonly=True)
+    conn = index_db.connect(resynced.db_path, readonly=True)
     try:
         ctx = rag_search.SearchContext(conn, rag_search.Query.parse("x"), rag_search.Filters())
         rows = conn.execute("SELECT COUNT(*), MAX(id) FROM chunks").fetchone()

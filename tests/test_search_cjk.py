@@ -10,16 +10,16 @@ from pathlib import Path
 import pytest
 from conftest import make_config, undo_migration_4
 
-import rag_db
 import rag_search
 import rag_service
+from helpers.config import Config
 from helpers.lexical import channels as lexical_channels
 from helpers.lexical import cjk_pairs as lexical_cjk
 from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query, parse_query
 from helpers.lexical.snippet import make_snippet
+from helpers.store import index_db
 from helpers.text import cjk
-from rag_config import Config
 
 DOCS = {
     "zh/service-contract.md": "# 服务合同\n\n本合同自双方签字之日起生效。付款期限为三十天。\n",
@@ -114,7 +114,7 @@ def test_bigram_rows_follow_edits_and_deletes(cjk_config: Config, knowledge: Pat
     assert _top(cjk_config, "报销") is None
     assert _top(cjk_config, "经理批准") == "zh/travel.md"
     assert _top(cjk_config, "密码") is None
-    conn = rag_db.connect(cjk_config.db_path)
+    conn = index_db.connect(cjk_config.db_path)
     try:
         with_cjk = {
             row[0] for row in conn.execute("SELECT id, norm FROM chunks") if cjk.index_text(row[1])
@@ -127,8 +127,8 @@ def test_bigram_rows_follow_edits_and_deletes(cjk_config: Config, knowledge: Pat
 
 def _as_version_3(db_path: Path) -> None:
     """The index as the version before the bigram index wrote it."""
-    conn = rag_db.connect(db_path)
-    with rag_db.write_transaction(conn):
+    conn = index_db.connect(db_path)
+    with index_db.write_transaction(conn):
         undo_migration_4(conn)
     conn.close()
 
@@ -138,16 +138,16 @@ def test_an_index_built_before_the_bigram_index_is_backfilled_on_open(
 ) -> None:
     expected = _top(cjk_config, "报销")
     _as_version_3(cjk_config.db_path)
-    old = rag_db.connect(cjk_config.db_path)
+    old = index_db.connect(cjk_config.db_path)
     try:  # an older index read as it is (a read-only mount): the channel stays quiet
         result = rag_search.search(old, "报销", rag_search.SearchOptions(channels=("cjk",)))
         assert result.hits == []
     finally:
         old.close()
     assert _top(cjk_config, "报销") == expected == "zh/travel.md"  # the service migrates
-    conn = rag_db.connect(cjk_config.db_path)
+    conn = index_db.connect(cjk_config.db_path)
     try:
-        assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
         assert conn.execute("SELECT COUNT(*) FROM chunks_cjk").fetchone()[0] >= 7
     finally:
         conn.close()
@@ -188,7 +188,7 @@ def test_common_pairs_are_left_out_past_the_postings_budget(
     (knowledge / "claim.md").write_text("# 报销\n\n我们的报销流程。\n", "utf-8")
     _sync(config)
     monkeypatch.setattr(lexical_cjk, "PAIR_POSTINGS_BUDGET", 5)
-    conn = rag_db.connect(config.db_path)
+    conn = index_db.connect(config.db_path)
     try:
         ctx = SearchContext(conn, Query.parse("我们报销"), Filters())
         ranked = lexical_cjk.channel_cjk(ctx).ranked

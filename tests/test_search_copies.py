@@ -12,9 +12,9 @@ from pathlib import Path
 from conftest import SHARED, make_config
 
 import rag_search
-import rag_semantic_candidates
 import rag_service
-from rag_config import Config
+from helpers.config import Config
+from helpers.semantic import candidates as semantic_candidates
 
 MODEL = SHARED / "models" / "multilingual-e5-small-int8"
 
@@ -86,7 +86,7 @@ def test_hybrid_search_ranks_every_copy_and_the_distinct_pages_behind_them(tmp_p
     files = {f"copy{i}.md": copy for i in range(4)} | OTHERS
     config = _sync(tmp_path, files, semantic=True)
     # four names a page
-    assert rag_semantic_candidates.SEMANTIC_DEPTH >= 4 * rag_search.SEMANTIC_DISTINCT
+    assert semantic_candidates.SEMANTIC_DEPTH >= 4 * rag_search.SEMANTIC_DISTINCT
     result = rag_service.search(config, "octal codes of a character set", top_k=16, mode="hybrid")
     paths = [hit.path for hit in result.hits]
     assert sorted(paths[:4]) == [f"copy{i}.md" for i in range(4)]

@@ -13,12 +13,12 @@ import pytest
 from conftest import SHARED, make_config, undo_migration_5
 from format_fixtures import write_text_pdf
 
-import rag_db
 import rag_search
 import rag_service
-from helpers.storage_codec import section_text
+from helpers.config import Config
+from helpers.store import index_db
+from helpers.store.codec import section_text
 from helpers.text.hubs import hub_score
-from rag_config import Config
 
 MODEL = SHARED / "models" / "multilingual-e5-small-int8"
 
@@ -132,7 +132,7 @@ def hub_config(tmp_path_factory: pytest.TempPathFactory) -> Config:
 
 
 def _hub_by_path(config: Config) -> dict[str, float]:
-    conn = rag_db.connect(config.db_path)
+    conn = index_db.connect(config.db_path)
     rows = conn.execute(
         "SELECT d.path, MAX(s.hub) FROM sections s JOIN documents d ON d.id = s.document_id "
         "GROUP BY d.path"
@@ -215,8 +215,8 @@ def test_migration_5_backfills_the_scores_of_an_existing_index(
     with closing(sqlite3.connect(hub_config.db_path)) as source:
         expected = dict(source.execute("SELECT id, hub FROM sections"))
     db = _schema_4_copy(hub_config, tmp_path)
-    conn = rag_db.open_index(db)
-    assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+    conn = index_db.open_index(db)
+    assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
     got = {row[0]: row[1] for row in conn.execute("SELECT id, hub FROM sections")}
     texts = dict(conn.execute("SELECT id, text FROM sections"))
     conn.close()
@@ -228,7 +228,7 @@ def test_a_schema_4_index_read_only_searches_without_the_prior(
     hub_config: Config, tmp_path: Path
 ) -> None:
     db = _schema_4_copy(hub_config, tmp_path)
-    conn = rag_db.connect(db, readonly=True)
+    conn = index_db.connect(db, readonly=True)
     hits = rag_search.search(conn, "printer queue", rag_search.SearchOptions()).hits
     conn.close()
     assert hits and {h.path for h in hits} >= {ANSWERS["printer"][0]}

@@ -9,18 +9,18 @@ import sqlite3
 from dataclasses import astuple
 from pathlib import Path
 
-import rag_db
 import rag_search
 from helpers.lexical.filename import name_keys
+from helpers.store import index_db
+from helpers.store.index_db import _split_statements
 from helpers.text.normalize import fold
-from rag_db import _split_statements
 
 
 def _v1_index(path: Path) -> sqlite3.Connection:
     """A version-1 file written the way version-1 rag_sync wrote it."""
-    conn = rag_db.connect(path)
-    with rag_db.write_transaction(conn):
-        for statement in _split_statements(rag_db._MIGRATIONS[1]):
+    conn = index_db.connect(path)
+    with index_db.write_transaction(conn):
+        for statement in _split_statements(index_db._MIGRATIONS[1]):
             conn.execute(statement)
         conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
         docs = [
@@ -64,8 +64,8 @@ def test_a_version_1_index_upgrades_in_place_and_is_searchable_by_every_channel(
     tmp_path: Path,
 ) -> None:
     _v1_index(tmp_path / "index.sqlite3").close()
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
-    assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION == 9
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
+    assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 9
     names = {tuple(r) for r in conn.execute("SELECT name_key, stem_key, path_key FROM doc_names")}
     assert names == {
         ("sales report 2026 txt", "sales report 2026", "отчеты sales report 2026 txt"),
@@ -84,8 +84,8 @@ def test_a_version_1_index_upgrades_in_place_and_is_searchable_by_every_channel(
 def test_migration_2_run_twice_changes_nothing(tmp_path: Path, monkeypatch) -> None:
     _v1_index(tmp_path / "index.sqlite3").close()
     # Up to version 2 only: its backfill reads the title/path columns migration 8 drops.
-    monkeypatch.setattr(rag_db, "SCHEMA_VERSION", 2)
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    monkeypatch.setattr(index_db, "SCHEMA_VERSION", 2)
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
 
     def counts() -> tuple[int, ...]:
         return tuple(
@@ -99,8 +99,8 @@ def test_migration_2_run_twice_changes_nothing(tmp_path: Path, monkeypatch) -> N
         )
 
     before = counts()
-    with rag_db.write_transaction(conn):
-        for statement in _split_statements(rag_db._MIGRATIONS[2]):
+    with index_db.write_transaction(conn):
+        for statement in _split_statements(index_db._MIGRATIONS[2]):
             conn.execute(statement)
     assert counts() == before == (2, 1, 1, 1)
     conn.execute("INSERT INTO chunks_words(chunks_words) VALUES ('integrity-check')")
@@ -109,8 +109,8 @@ def test_migration_2_run_twice_changes_nothing(tmp_path: Path, monkeypatch) -> N
 
 def test_deleting_a_document_removes_its_names_words_and_ocr_rows(tmp_path: Path) -> None:
     _v1_index(tmp_path / "index.sqlite3").close()
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
-    with rag_db.write_transaction(conn):
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
+    with index_db.write_transaction(conn):
         conn.execute("DELETE FROM documents WHERE id = 2")  # cascades to sections and chunks
     assert conn.execute("SELECT COUNT(*) FROM doc_names").fetchone()[0] == 1
     for table, term in (("doc_names_fts", '"board"'), ("chunks_words", "board")):
@@ -126,17 +126,17 @@ def test_a_migration_read_stale_before_the_lock_is_skipped_not_reapplied(
 ) -> None:
     """Another process migrated between our version read and our write lock (the CI race
     that raised "duplicate column name: phase_started_at")."""
-    rag_db.open_index(tmp_path / "index.sqlite3").close()
-    conn = rag_db.connect(tmp_path / "index.sqlite3")
-    real = rag_db.schema_version
+    index_db.open_index(tmp_path / "index.sqlite3").close()
+    conn = index_db.connect(tmp_path / "index.sqlite3")
+    real = index_db.schema_version
     reads: list[int] = []
 
     def stale_first(c: sqlite3.Connection) -> int:
         reads.append(1)
         return 2 if len(reads) == 1 else real(c)
 
-    monkeypatch.setattr(rag_db, "schema_version", stale_first)
-    assert rag_db.migrate(conn) == rag_db.SCHEMA_VERSION
+    monkeypatch.setattr(index_db, "schema_version", stale_first)
+    assert index_db.migrate(conn) == index_db.SCHEMA_VERSION
     assert len(reads) >= 2  # the version was read again under the lock
     columns = [r[1] for r in conn.execute("PRAGMA table_info(jobs)")]
     assert columns.count("phase_started_at") == 1
@@ -144,8 +144,8 @@ def test_a_migration_read_stale_before_the_lock_is_skipped_not_reapplied(
 
 
 _OPEN_INDEX = (
-    "import sys, rag_db; c = rag_db.open_index(__import__('pathlib').Path(sys.argv[1])); "
-    "print(rag_db.schema_version(c))"
+    "import sys, rag_db; c = index_db.open_index(__import__('pathlib').Path(sys.argv[1])); "
+    "print(index_db.schema_version(c))"
 )
 
 
@@ -167,4 +167,4 @@ def test_eight_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Pat
             for _ in range(8)
         ]
         outcomes = [p.communicate(timeout=60) for p in procs]
-        assert [out.strip() for out, _ in outcomes] == [str(rag_db.SCHEMA_VERSION)] * 8, outcomes
+        assert [out.strip() for out, _ in outcomes] == [str(index_db.SCHEMA_VERSION)] * 8, outcomes

@@ -21,8 +21,8 @@ from helpers.lexical.ocr_fuzzy import (
 )
 from helpers.lexical.query_terms import parse_query
 from helpers.safety import FileEntry
+from helpers.store.index_db import open_index
 from helpers.text.chunking import Child, Section
-from rag_db import open_index
 from rag_sync import DocumentContent, write_document
 
 DOCS = {

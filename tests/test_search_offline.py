@@ -25,7 +25,7 @@ socket.create_connection = refuse
 socket.getaddrinfo = refuse
 sys.path.insert(0, sys.argv[1])
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 
 config = Config.from_json(sys.argv[2])
 result = rag_service.search(config, sys.argv[3], mode="lexical")

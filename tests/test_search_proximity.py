@@ -13,10 +13,10 @@ import pytest
 
 import rag_search
 import rag_service
+from helpers.config import Config
 from helpers.lexical import proximity
 from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query
-from rag_config import Config
 
 FILLER = (
     "The office keeps its archive of older notes in the basement, sorted by year and by the "

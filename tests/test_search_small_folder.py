@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 
 
 def test_a_three_word_query_finds_non_adjacent_words_in_a_tiny_folder(

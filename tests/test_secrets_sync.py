@@ -29,17 +29,17 @@ from secret_fixtures import (
 from semantic_fixtures import REAL_MODEL_DIR
 from stress.harness import wait_until, worker_pids
 
-import rag_db
 import rag_service
 import rag_sync
+from helpers.config import Config
 from helpers.extract import document as extract_document
 from helpers.extract.blocks import ExtractContext
+from helpers.index.discard import mark_purge_pending, purge_pending
 from helpers.safety import FileEntry, walk_files
 from helpers.secrets import DETECTOR_VERSION, REDACTION
 from helpers.semantic import vector_pack
-from helpers.storage_codec import section_text, text_digest
-from rag_config import Config
-from rag_sync_discard import mark_purge_pending, purge_pending
+from helpers.store import index_db
+from helpers.store.codec import section_text, text_digest
 
 FORMATS = ("txt", "md", "yaml", "json", "csv", "html", "docx", "pdf")
 EVAL_BYTES_PER_REDACTION = 10 * 1024 * 1024  # the issue: at most one redaction per 10 MB
@@ -212,16 +212,16 @@ def test_a_key_file_and_a_service_account_json_are_skipped_and_reported(synced: 
 def test_a_purge_left_owed_by_a_cancelled_or_killed_sync_runs_on_the_next_one(
     synced: Config,
 ):
-    with closing(rag_db.open_index(synced.db_path)) as conn:
+    with closing(index_db.open_index(synced.db_path)) as conn:
         mark_purge_pending(conn)
     view = _sync(synced)
     assert view.counts["added"] == view.counts["updated"] == 0
-    with closing(rag_db.open_index(synced.db_path)) as conn:
+    with closing(index_db.open_index(synced.db_path)) as conn:
         assert not purge_pending(conn)
 
 
 def test_every_write_connection_has_secure_delete_on(tmp_path: Path):
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
     with closing(conn):
         assert conn.execute("PRAGMA secure_delete").fetchone()[0] == 1
 
@@ -236,7 +236,7 @@ def test_a_secret_already_in_an_older_index_disappears_on_the_next_sync(
     # The older index: written without redaction, every row marked as read by no detector.
     with monkeypatch.context() as patch:
         patch.setattr(extract_document, "BlockRedactor", NoRedaction)  # in process: no sandbox
-        with closing(rag_db.open_index(config.db_path)) as conn:
+        with closing(index_db.open_index(config.db_path)) as conn:
             rag_sync.sync_files(conn, knowledge, "", ExtractContext(), NullObserver(), {})
             conn.execute("UPDATE documents SET detector_version = 0, redactions = 0")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -15,15 +15,15 @@ from conftest import make_config, write_corpus
 from secret_fixtures import SECRETS
 from semantic_fixtures import EVAL_DIR, REAL_MODEL_DIR, add_document, real_sentences
 
-import rag_db
-import rag_semantic
 import rag_service
 import semantic_worker
 import sync_job_worker
-from rag_config import Config
-from rag_jobs import JobView
-from rag_semantic_client import SemanticWorker
-from rag_semantic_prewarm import WorkerPrewarm
+from helpers.config import Config
+from helpers.semantic import generations
+from helpers.semantic.client import SemanticWorker
+from helpers.semantic.prewarm import WorkerPrewarm
+from helpers.store import index_db
+from helpers.store.job_rows import JobView
 
 STARTED = re.compile(r"semantic worker (\d+) started ahead: (.+)")
 WAIT_S = 120.0  # generous: a loaded 2-core machine; only waits for an event, never timed
@@ -75,7 +75,7 @@ def started_ahead(config: Config, job_id: str) -> list[tuple[int, str]]:
 
 def worker_lines(config: Config) -> list[tuple[int, str]]:
     """(pid, message) of every line of the semantic worker log."""
-    path = config.logs_dir / rag_semantic.WORKER_LOG
+    path = config.logs_dir / generations.WORKER_LOG
     text = path.read_text(encoding="utf-8") if path.is_file() else ""
     return [(int(p), m) for p, m in re.findall(r"semantic_worker\[(\d+)\] (.*)", text)]
 
@@ -108,9 +108,9 @@ def earlier_workers() -> frozenset[int]:
 
 
 def vector_and_chunk_counts(config: Config) -> tuple[int, int]:
-    conn = rag_db.connect(config.db_path)
+    conn = index_db.connect(config.db_path)
     try:
-        generation = rag_semantic.latest_ready_generation(conn)
+        generation = generations.latest_ready_generation(conn)
         (chunks,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
     finally:
         conn.close()
@@ -270,7 +270,7 @@ def test_a_failing_job_ends_the_worker_started_ahead(
 def test_a_worker_started_ahead_that_died_is_replaced_by_the_build(
     tmp_path: Path, real_model: Path, earlier_workers: frozenset[int]
 ) -> None:
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
     add_document(conn, "a.md", real_sentences(5)[:12])
     prewarm = WorkerPrewarm(real_model, log_path=tmp_path / "w.log", cache_dir=tmp_path / "c")
     prewarm.start("test")
@@ -278,7 +278,7 @@ def test_a_worker_started_ahead_that_died_is_replaced_by_the_build(
     assert dead is not None
     os.kill(dead, signal.SIGKILL)
     wait_until(lambda: not prewarm.worker.is_running, "the worker to die")
-    result = rag_semantic.build_generation(
+    result = generations.build_generation(
         conn, real_model, cache_dir=tmp_path / "c", log_path=tmp_path / "w.log", prewarm=prewarm
     )
     assert (result.status, result.embedded) == ("built", 12)

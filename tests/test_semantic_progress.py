@@ -18,11 +18,10 @@ from fastmcp.client.transports import StdioTransport
 from progress_fixtures import DONE, ETA_S, IN_PHASE_S, TEXT, TOTAL, semantic_phase_job
 from web_fixtures import Http, running_console
 
-import rag_jobs
 import rag_service
-import rag_storage
 import sync_job_worker
-from rag_config import Config
+from helpers.config import Config
+from helpers.store import job_rows, open_index
 
 
 @dataclass(frozen=True)
@@ -82,8 +81,8 @@ def test_terminal_mcp_and_console_show_the_same_progress_and_eta(semantic_job: S
 
 
 def test_outside_the_semantic_phase_the_progress_counts_files(config: Config):
-    conn = rag_storage.write_conn(config, "test")
-    job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "")
+    conn = open_index.write_conn(config, "test")
+    job_id, _ = job_rows.create_or_get_active(conn, config.lock_path, "")
     reporter = sync_job_worker.JobReporter(config, job_id)
     reporter.on_plan(40, 4000)
     reporter.on_phase("files")

@@ -17,11 +17,8 @@ from semantic_fixtures import (
     set_chunk_text,
 )
 
-import rag_db
-import rag_semantic
-from helpers.semantic import vector_pack
-from helpers.semantic.model import load_model_info
-from rag_semantic import (
+from helpers.semantic import generations, vector_pack
+from helpers.semantic.generations import (
     NotReadyError,
     SemanticWorker,
     WorkerCrashed,
@@ -29,6 +26,8 @@ from rag_semantic import (
     latest_ready_generation,
     semantic_state,
 )
+from helpers.semantic.model import load_model_info
+from helpers.store import index_db
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +42,7 @@ def other_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def index(tmp_path: Path) -> sqlite3.Connection:
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
     yield conn
     conn.close()
 
@@ -144,11 +143,11 @@ def test_a_pipelined_build_stores_the_bytes_of_its_requests_one_by_one(
 ) -> None:
     """The build keeps one request ahead of the worker; each request's texts are still the same
     group as before, so its vectors are byte for byte those of that request sent alone."""
-    texts = many_texts(3 * rag_semantic.EMBED_REQUEST_TEXTS + 7)  # four requests, one short
+    texts = many_texts(3 * generations.EMBED_REQUEST_TEXTS + 7)  # four requests, one short
     ids = add_document(index, "a.md", texts)
     seen: list[tuple[int, int]] = []
     result = build(index, tiny_model, tmp_path, progress=lambda d, t: seen.append((d, t)))
-    step = rag_semantic.EMBED_REQUEST_TEXTS
+    step = generations.EMBED_REQUEST_TEXTS
     assert [d for d, _ in seen] == [0, step, 2 * step, 3 * step, len(texts)]
     stored = stored_vectors(index, result.generation_id, 32)
     with SemanticWorker(tiny_model, log_path=tmp_path / "alone.log", cache_dir=tmp_path) as w:
@@ -272,23 +271,23 @@ def test_a_different_model_rebuilds_every_vector(
 def test_sync_phase_builds_with_the_configured_model_and_skips_when_off_or_missing(
     index: sqlite3.Connection, tiny_model: Path, tmp_path: Path
 ) -> None:
-    from rag_config import Config
+    from helpers.config import Config
 
     add_document(index, "a.md", CORPUS)
     base = {"knowledge_dir": tmp_path / "docs", "data_dir": tmp_path / "state"}
     off = Config(db_path=tmp_path / "index.sqlite3", semantic=False, **base)
-    assert rag_semantic.sync_phase(index, off) is None
+    assert generations.sync_phase(index, off) is None
     missing = Config(
         db_path=tmp_path / "index.sqlite3", semantic_model_dir=tmp_path / "nowhere", **base
     )
-    assert rag_semantic.sync_phase(index, missing) is None
+    assert generations.sync_phase(index, missing) is None
     assert latest_ready_generation(index) is None
     on = Config(db_path=tmp_path / "index.sqlite3", semantic_model_dir=tiny_model, **base)
     seen: list[tuple[int, int]] = []
-    result = rag_semantic.sync_phase(index, on, progress=lambda d, t: seen.append((d, t)))
+    result = generations.sync_phase(index, on, progress=lambda d, t: seen.append((d, t)))
     assert result is not None and (result.status, result.embedded) == ("built", len(CORPUS))
     assert seen[-1] == (len(CORPUS), len(CORPUS))
-    assert (tmp_path / "state" / "logs" / rag_semantic.WORKER_LOG).is_file()
+    assert (tmp_path / "state" / "logs" / generations.WORKER_LOG).is_file()
     assert (tmp_path / "state" / "cache" / "model_hashes.json").is_file()
 
 
@@ -303,17 +302,17 @@ def test_search_returns_the_chunk_whose_text_matches_the_query(
     build(index, tiny_model, tmp_path)
     db = tmp_path / "index.sqlite3"
     for position in (2, 7, 9):
-        hits = rag_semantic.query(
+        hits = generations.query(
             db, tiny_model, CORPUS[position], 5, cache_dir=tmp_path, log_path=tmp_path / "q.log"
         )
         assert hits[0][0] == ids[position]
         assert len(hits) == 5 and hits[0][1] >= hits[-1][1]
-    cold = rag_semantic.query(
+    cold = generations.query(
         db, tiny_model, CORPUS[4], 5, cache_dir=tmp_path, log_path=tmp_path / "q.log"
     )
     with SemanticWorker(tiny_model, log_path=tmp_path / "warm.log", idle_seconds=30) as warm:
         for _ in range(2):  # the second call is served from the warm worker's block cache
-            warm_hits = rag_semantic.query(
+            warm_hits = generations.query(
                 db,
                 tiny_model,
                 CORPUS[4],
@@ -334,10 +333,10 @@ def test_a_query_given_the_health_state_needs_no_model_folder_and_refuses_when_o
     db, cache = tmp_path / "index.sqlite3", tmp_path / "cache"
     state = semantic_state(index, tiny_model, True, cache, check_chunks=False)
     assert state.model is not None and state.generation is not None
-    plain = rag_semantic.query(
+    plain = generations.query(
         db, tiny_model, CORPUS[2], 3, cache_dir=cache, log_path=tmp_path / "q.log"
     )
-    folded = rag_semantic.query(
+    folded = generations.query(
         db,
         tmp_path / "not-consulted",
         CORPUS[2],
@@ -349,7 +348,7 @@ def test_a_query_given_the_health_state_needs_no_model_folder_and_refuses_when_o
     assert folded == plain and folded[0][0] == ids[2]
     off = semantic_state(index, tiny_model, False, cache)
     with pytest.raises(NotReadyError) as error:
-        rag_semantic.query(
+        generations.query(
             db, None, "lake", 3, cache_dir=cache, log_path=tmp_path / "q.log", state=off
         )
     assert "--semantic on" in error.value.hint
@@ -363,7 +362,7 @@ def test_a_cache_dir_that_cannot_be_written_only_costs_speed(
     not_a_dir.write_text("in the way")
     built = build_generation(index, tiny_model, cache_dir=not_a_dir, log_path=tmp_path / "w.log")
     assert (built.status, built.embedded) == ("built", len(CORPUS))
-    hits = rag_semantic.query(
+    hits = generations.query(
         tmp_path / "index.sqlite3",
         tiny_model,
         CORPUS[7],
@@ -381,10 +380,10 @@ def test_query_refuses_an_index_built_with_another_model_or_never_built(
     db = tmp_path / "index.sqlite3"
     add_document(index, "a.md", CORPUS)
     with pytest.raises(NotReadyError):
-        rag_semantic.query(db, tiny_model, "lake", 3, cache_dir=None, log_path=tmp_path / "q.log")
+        generations.query(db, tiny_model, "lake", 3, cache_dir=None, log_path=tmp_path / "q.log")
     build(index, tiny_model, tmp_path)
     with pytest.raises(NotReadyError) as error:
-        rag_semantic.query(db, other_model, "lake", 3, cache_dir=None, log_path=tmp_path / "q.log")
+        generations.query(db, other_model, "lake", 3, cache_dir=None, log_path=tmp_path / "q.log")
     assert "sync" in error.value.hint
 
 
@@ -440,7 +439,7 @@ def test_real_model_finds_the_thai_and_russian_passages_for_an_english_query(
     )
     built = build(index, REAL_MODEL_DIR, tmp_path)
     assert (built.status, built.embedded) == ("built", 9)
-    hits = rag_semantic.query(
+    hits = generations.query(
         tmp_path / "index.sqlite3",
         REAL_MODEL_DIR,
         "How do I reset my password?",

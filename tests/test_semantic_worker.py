@@ -26,9 +26,9 @@ from semantic_fixtures import (
 import semantic_worker
 from helpers.semantic import batching
 from helpers.semantic import model as semantic_model
+from helpers.semantic.client import SemanticWorker, WorkerError, WorkerTimeout
 from helpers.semantic.lines import LineReader
 from helpers.semantic.model import ModelError, check_availability, load_model_info
-from rag_semantic_client import SemanticWorker, WorkerError, WorkerTimeout
 
 HF_REPO_FOLDER = "models--sentence-transformers--paraphrase-multilingual-MiniLM-L12-v2"
 
@@ -497,7 +497,7 @@ def test_a_worker_that_dies_with_a_request_in_flight_is_a_crash_not_a_silent_res
     """A pipelined build sends request k+1 before reading answer k: if the worker died on k,
     a fresh worker must not answer k+1 in k's place (every later batch would get the vectors
     of the next one)."""
-    from rag_semantic_client import WorkerCrashed
+    from helpers.semantic.client import WorkerCrashed
 
     worker.info()  # started and answering
     pid = worker.pid

@@ -43,13 +43,12 @@ from stress.harness import (
     worker_pids,
 )
 
-import rag_db
-import rag_jobs
 import rag_service
-from helpers.sqlite_read import immutable_is_safe
-from rag_config import Config, add_config_arguments, config_from_args
-from rag_db import open_index
-from rag_errors import DiskFull, IndexBusy, ReadOnlyDataDir, storage_fault
+from helpers.config import Config, add_config_arguments, config_from_args
+from helpers.errors import DiskFull, IndexBusy, ReadOnlyDataDir, storage_fault
+from helpers.store import index_db, job_rows
+from helpers.store.index_db import open_index
+from helpers.store.read_only import immutable_is_safe
 
 SHORT_BUSY_S = 0.5  # the service gives up on a foreign lock this fast in these tests
 LOCK_S = 4.0  # the foreign lock outlives SHORT_BUSY_S by far, and the worker's 30 s never ends
@@ -69,7 +68,7 @@ def _dead_running_job(config: Config) -> str:
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], stdout=-1)
     conn = open_index(config.db_path)
     try:
-        job_id, _ = rag_jobs.create_or_get_active(conn, config.lock_path, "")
+        job_id, _ = job_rows.create_or_get_active(conn, config.lock_path, "")
         old = time.time() - 120
         conn.execute(
             "UPDATE jobs SET state = 'running', pid = ?, heartbeat = ?, started_at = ? "
@@ -238,23 +237,23 @@ def test_connect_closes_its_connection_when_a_pragma_fails(tmp_path: Path):
     damaged = tmp_path / "index.sqlite3"
     damaged.write_bytes(b"not a database" * 100)
     with pytest.raises(sqlite3.DatabaseError) as err:
-        rag_db.connect(damaged)  # journal_mode = WAL reads the header and fails
+        index_db.connect(damaged)  # journal_mode = WAL reads the header and fails
     with pytest.raises(sqlite3.DatabaseError):
-        rag_db.connect_read_only(damaged)
+        index_db.connect_read_only(damaged)
     # The tracebacks (and the frames that held each connection) are still alive here.
     assert err.value.__traceback__ is not None
     assert _open_files_under(tmp_path) == []
 
 
 def test_connect_takes_the_busy_timeout_and_the_read_only_opener_never_writes(tmp_path: Path):
-    conn = rag_db.open_index(tmp_path / "index.sqlite3")
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
     conn.close()
-    quick = rag_db.connect(tmp_path / "index.sqlite3", busy_timeout_ms=1234)
-    reader = rag_db.connect_read_only(tmp_path / "index.sqlite3", busy_timeout_ms=2345)
+    quick = index_db.connect(tmp_path / "index.sqlite3", busy_timeout_ms=1234)
+    reader = index_db.connect_read_only(tmp_path / "index.sqlite3", busy_timeout_ms=2345)
     try:
         assert quick.execute("PRAGMA busy_timeout").fetchone()[0] == 1234
         assert reader.execute("PRAGMA busy_timeout").fetchone()[0] == 2345
-        assert rag_db.schema_version(reader) == rag_db.SCHEMA_VERSION
+        assert index_db.schema_version(reader) == index_db.SCHEMA_VERSION
         with pytest.raises(sqlite3.OperationalError) as refused:
             reader.execute("INSERT INTO meta(key, value) VALUES ('x', 'y')")
     finally:
@@ -383,7 +382,7 @@ def test_a_data_dir_on_a_read_only_mount_serves_reads_and_refuses_writes(
 _AS_USER = """
 import json, sys
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
-from rag_config import Config
+from helpers.config import Config
 from test_service_faults import _reads_and_writes
 print(json.dumps(_reads_and_writes(Config.from_json(sys.argv[2]))))
 """
@@ -459,12 +458,12 @@ def test_an_older_index_on_a_read_only_data_dir_is_read_as_it_is(knowledge: Path
     assert _index_bytes(config) == before  # never migrated on a read-only dir
     assert rag_service.sync_status(writable, job.job_id).state == "succeeded"  # writable: upgraded
     with closing(open_index(writable.db_path)) as conn:
-        assert rag_db.schema_version(conn) == rag_db.SCHEMA_VERSION
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
 
 
 def test_an_immutable_read_is_never_used_while_the_wal_holds_committed_pages(tmp_path: Path):
     db = tmp_path / "index.sqlite3"
-    writer = rag_db.connect(db)
+    writer = index_db.connect(db)
     writer.execute("CREATE TABLE t (x)")
     writer.execute("INSERT INTO t VALUES (1)")  # committed, still in the WAL
     cantopen = sqlite3.OperationalError("unable to open database file")

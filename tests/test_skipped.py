@@ -14,9 +14,9 @@ from conftest import make_config
 
 import rag_service
 import rag_sync
+from helpers.config import Config
 from helpers.skips import EXAMPLES_PER_REASON, FileSkipped, SkipReason
-from rag_config import Config
-from rag_db import open_index
+from helpers.store.index_db import open_index
 from rag_sync import build_extract_context
 
 UNSUPPORTED_FILES = 1200  # enough to show errors are not flooded, small enough for CI

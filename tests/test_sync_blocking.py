@@ -11,8 +11,8 @@ from pathlib import Path
 from conftest import write_corpus
 
 import rag_service
-from rag_config import Config
-from rag_jobs import FINAL_STATES, JobView
+from helpers.config import Config
+from helpers.store.job_rows import FINAL_STATES, JobView
 
 
 def test_a_blocking_sync_runs_here_and_returns_the_final_job(config: Config, knowledge: Path):

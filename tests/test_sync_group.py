@@ -11,10 +11,10 @@ from conftest import RecordingObserver, write_corpus
 from stress.harness import canonical_dump, index_problems, reference_dump
 
 import rag_sync
-import rag_sync_group
 from helpers.extract.blocks import ExtractContext
-from rag_db import open_index
-from rag_sync_write import JobCancelled
+from helpers.index import group_write
+from helpers.index.document_write import JobCancelled
+from helpers.store.index_db import open_index
 
 
 class _Watcher(RecordingObserver):
@@ -117,7 +117,7 @@ def test_a_cancel_drops_the_open_group_and_the_next_sync_converges(
     knowledge: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     write_corpus(knowledge, 200, words_per_file=40)
-    monkeypatch.setattr(rag_sync_group, "GROUP_CHUNKS", 20)  # ~20 one-chunk files per group
+    monkeypatch.setattr(group_write, "GROUP_CHUNKS", 20)  # ~20 one-chunk files per group
     db = tmp_path / "index.sqlite3"
     watcher = _Watcher(db, cancel_at=150)
     with pytest.raises(JobCancelled):
@@ -161,8 +161,8 @@ def test_removed_documents_are_deleted_in_bounded_batches(
     conn = open_index(db)
     rows = conn.execute("SELECT id, path FROM documents ORDER BY id").fetchall()
     batches: list[int] = []
-    monkeypatch.setattr(rag_sync_group, "GROUP_CHUNKS", 10)  # a few documents per transaction
-    rag_sync_group.remove_documents(conn, [r[0] for r in rows[:45]], lambda: None, batches.append)
+    monkeypatch.setattr(group_write, "GROUP_CHUNKS", 10)  # a few documents per transaction
+    group_write.remove_documents(conn, [r[0] for r in rows[:45]], lambda: None, batches.append)
     conn.close()
     assert sum(batches) == 45 and len(batches) >= 5 and max(batches) <= 10  # rows <= 10 each
     assert _paths(db) == {r[1] for r in rows[45:]}

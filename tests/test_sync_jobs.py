@@ -15,8 +15,8 @@ import pytest
 from conftest import REPO, files_for_seconds, make_config, write_corpus
 
 import rag_service
-from rag_config import Config
-from rag_db import connect
+from helpers.config import Config
+from helpers.store.index_db import connect
 
 
 def wait_until(predicate, timeout: float = 60.0, interval: float = 0.05):  # type: ignore[no-untyped-def]
@@ -276,8 +276,8 @@ def test_unsafe_ocr_settings_are_configuration_errors(tmp_path: Path, knowledge:
 
 
 def test_the_semantic_phase_eta_comes_from_that_phases_own_rate(tmp_path: Path):
-    import rag_jobs
-    from rag_db import open_index
+    from helpers.store import job_rows
+    from helpers.store.index_db import open_index
 
     conn = open_index(tmp_path / "index.sqlite3")
     now = time.time()
@@ -290,7 +290,7 @@ def test_the_semantic_phase_eta_comes_from_that_phases_own_rate(tmp_path: Path):
         (now - 110, now - 110, now, now - 100),
     )
     row = conn.execute("SELECT * FROM jobs WHERE id = 'j'").fetchone()
-    view = rag_jobs.job_view(conn, row)
+    view = job_rows.job_view(conn, row)
     assert view.eta_seconds == pytest.approx(900, rel=0.01)  # the whole-job rate said ~10 s
     assert 90 < view.percent < 92
     conn.close()

@@ -25,19 +25,24 @@ from stress.harness import (
 
 import rag_search
 import rag_service
-import rag_sync_discard
-import rag_sync_pacing
-import rag_sync_write
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext, ExtractLimits, Location
 from helpers.extract.sandbox import SandboxedExtractor
+from helpers.index import discard
+from helpers.index import document_write as sync_write
+from helpers.index import pacing as sync_pacing
+from helpers.index.document_write import (
+    TRUNCATED_NOTE,
+    DocumentContent,
+    FileProgress,
+    write_document,
+)
 from helpers.lexical.common import hidden_document_ids
 from helpers.safety import FileEntry
-from helpers.storage_codec import section_text
+from helpers.store.codec import section_text
+from helpers.store.index_db import open_index
 from helpers.text.chunking import Child, Section
-from rag_config import Config
-from rag_db import open_index
 from rag_sync import JobCancelled, extract_document, sync_files
-from rag_sync_write import TRUNCATED_NOTE, DocumentContent, FileProgress, write_document
 
 
 def _content(title: str, marker: str, sections: int, children: int) -> DocumentContent:
@@ -63,10 +68,10 @@ def _paths_found(conn: sqlite3.Connection, query: str) -> list[str]:
 @pytest.fixture
 def small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Staging from 10 chunks on, 10 rows per transaction (the real sizes need ~2,000 rows)."""
-    monkeypatch.setattr(rag_sync_write, "SINGLE_TRANSACTION_CHUNKS", 10)
-    monkeypatch.setattr(rag_sync_write, "STAGE_BATCH_CHUNKS", 10)
-    monkeypatch.setattr(rag_sync_discard, "DISCARD_BATCH_CHUNKS", 10)
-    monkeypatch.setattr(rag_sync_pacing, "BATCH_PAUSE_S", 0.0)
+    monkeypatch.setattr(sync_write, "SINGLE_TRANSACTION_CHUNKS", 10)
+    monkeypatch.setattr(sync_write, "STAGE_BATCH_CHUNKS", 10)
+    monkeypatch.setattr(discard, "DISCARD_BATCH_CHUNKS", 10)
+    monkeypatch.setattr(sync_pacing, "BATCH_PAUSE_S", 0.0)
 
 
 class _Watcher:
@@ -155,14 +160,14 @@ def test_a_cancel_past_the_discard_budget_ends_at_once_and_the_next_sync_discard
 ):
     """A cancel late in a huge write must not keep the job "cancelling" while every staged row
     is deleted: past the budget the rows stay invisible until the next sync removes them."""
-    monkeypatch.setattr(rag_sync_write, "CANCEL_DISCARD_BUDGET_S", 0.0)
+    monkeypatch.setattr(sync_write, "CANCEL_DISCARD_BUDGET_S", 0.0)
     conn, before, _ = _cancel_a_big_rewrite(tmp_path / "index.sqlite3")
     assert len(hidden_document_ids(conn)) == 1  # left for the next sync
     assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 20 + 30
     assert _paths_found(conn, "oldmarker") == ["big.txt"]
     assert _paths_found(conn, "newmarker") == []
     assert index_problems(tmp_path / "index.sqlite3") == []
-    assert rag_sync_discard.discard_staging(conn) == 1  # what sync_files does first
+    assert discard.discard_staging(conn) == 1  # what sync_files does first
     assert canonical_dump(tmp_path / "index.sqlite3") == before
     conn.close()
 
@@ -174,8 +179,8 @@ def test_a_big_document_removed_or_failed_leaves_no_rows_behind(
     write_document(conn, _entry("a.txt"), "1" * 64, _content("A", "oldmarker", 5, 5))
     write_document(conn, _entry("b.txt"), "1" * 64, _content("B", "oldmarker", 5, 5))
     doc_a = conn.execute("SELECT id FROM documents WHERE path = 'a.txt'").fetchone()[0]
-    rag_sync_write.remove_document(conn, doc_a)
-    rag_sync_write.write_failure(conn, _entry("b.txt"), "2" * 64, "broken")
+    sync_write.remove_document(conn, doc_a)
+    sync_write.write_failure(conn, _entry("b.txt"), "2" * 64, "broken")
     rows = conn.execute("SELECT path, status, chunk_count FROM documents").fetchall()
     assert [tuple(r) for r in rows] == [("b.txt", "failed", 0)]
     assert conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] == 0
@@ -187,18 +192,18 @@ def test_a_big_document_removed_or_failed_leaves_no_rows_behind(
 _WRITER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-import rag_sync_write as w
+from helpers.index import document_write as w
 w.SINGLE_TRANSACTION_CHUNKS = w.STAGE_BATCH_CHUNKS = 10
-import rag_sync_discard
-rag_sync_discard.DISCARD_BATCH_CHUNKS = 10
-import rag_sync_pacing as pacing
+from helpers.index import discard
+discard.DISCARD_BATCH_CHUNKS = 10
+from helpers.index import pacing
 pacing.BATCH_PAUSE_S = 0.05
 pacing.LOCK_BURST_S = 0.0  # a gap after every batch: slow enough to be killed mid-document
 from pathlib import Path
 from helpers.extract.blocks import ExtractContext
 from helpers.extract.registry import SUPPORTED_SUFFIXES
 from helpers.safety import walk_files
-from rag_db import open_index
+from helpers.store.index_db import open_index
 from rag_sync import extract_document, file_sha256
 
 class Quiet:

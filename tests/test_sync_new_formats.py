@@ -12,7 +12,7 @@ from format_fixtures import make_docx, write_text_pdf
 from mail_fixtures import DOCX_TYPE, make_message, write_mbox
 
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 
 
 def _write_folder(root: Path, work: Path) -> None:

@@ -16,14 +16,14 @@ from stress.corpora import make_long_pdf
 from stress.harness import sandbox_children, wait_until, worker_pids
 
 import rag_service
+from helpers.config import Config
 from helpers.extract.blocks import ExtractContext, ExtractLimits
 from helpers.extract.sandbox import SandboxedExtractor
+from helpers.index.document_write import FileProgress
 from helpers.ocr import engine as ocr
 from helpers.safety import FileEntry
-from rag_config import Config
-from rag_jobs import FINAL_STATES, JobView
+from helpers.store.job_rows import FINAL_STATES, JobView
 from rag_sync import extract_document
-from rag_sync_write import FileProgress
 
 _PAGE_DETAIL = re.compile(r"^current file: page (\d+)/(\d+)$")
 OCR_OPTIONS = {"langs": "eng", "tesseract_cmd": "tesseract"}

@@ -21,10 +21,10 @@ from fastmcp import Client
 from fastmcp.client.transports import StdioTransport
 
 import rag_service
-import rag_watch
-from rag_config import Config
+from helpers.config import Config
+from helpers.index import watch
 
-TEST_QUIET_S = 0.3  # the product waits 2 s (rag_watch.QUIET_S); tests need no long bursts
+TEST_QUIET_S = 0.3  # the product waits 2 s (watch.QUIET_S); tests need no long bursts
 WAIT_S = 60.0  # ceiling for a change to become searchable on a loaded CI box (not a speed test)
 BURST_FILES = 40
 
@@ -70,7 +70,7 @@ def indexed(config: Config) -> set[str]:
     return {str(r[0]) for r in _query(config, "SELECT path FROM documents")}
 
 
-def idle(config: Config, watcher: rag_watch.FolderWatcher) -> bool:
+def idle(config: Config, watcher: watch.FolderWatcher) -> bool:
     """No sync running and nothing waiting in the watcher."""
     if watcher._pending or watcher._full:  # noqa: SLF001 - the test reads the queue it drives
         return False
@@ -78,9 +78,7 @@ def idle(config: Config, watcher: rag_watch.FolderWatcher) -> bool:
     return not _query(config, active)
 
 
-def start(
-    config: Config, polling: bool = False
-) -> tuple[rag_watch.FolderWatcher, threading.Thread]:
+def start(config: Config, polling: bool = False) -> tuple[watch.FolderWatcher, threading.Thread]:
     watcher = rag_service.make_watcher(config, polling=polling)
     watcher.quiet_s = TEST_QUIET_S
     thread = threading.Thread(target=watcher.run, daemon=True)
@@ -89,7 +87,7 @@ def start(
 
 
 @pytest.fixture(params=["inotify", "polling"])
-def watching(request: pytest.FixtureRequest, config: Config) -> Iterator[rag_watch.FolderWatcher]:
+def watching(request: pytest.FixtureRequest, config: Config) -> Iterator[watch.FolderWatcher]:
     (config.knowledge_dir / "seed.md").write_text("# Seed\n\nseed words\n", encoding="utf-8")
     watcher, thread = start(config, polling=request.param == "polling")
     assert wait_for(lambda: "seed.md" in indexed(config))  # the initial full sync
@@ -100,7 +98,7 @@ def watching(request: pytest.FixtureRequest, config: Config) -> Iterator[rag_wat
     assert wait_for(lambda: idle(config, watcher))
 
 
-def test_create_modify_delete_rename_and_a_burst(watching: rag_watch.FolderWatcher, config: Config):
+def test_create_modify_delete_rename_and_a_burst(watching: watch.FolderWatcher, config: Config):
     root = config.knowledge_dir
     (root / "sub").mkdir()
     write_earlier(root / "sub" / "new.md", "# New\n\nkilo lima\n")
@@ -125,7 +123,7 @@ def test_create_modify_delete_rename_and_a_burst(watching: rag_watch.FolderWatch
     assert len(watching.syncs_started) == before
 
 
-def test_the_folder_renamed_away_and_recreated(watching: rag_watch.FolderWatcher, config: Config):
+def test_the_folder_renamed_away_and_recreated(watching: watch.FolderWatcher, config: Config):
     root = config.knowledge_dir
     moved = root.with_name("docs-moved")
     root.rename(moved)
@@ -144,7 +142,7 @@ def test_the_folder_renamed_away_and_recreated(watching: rag_watch.FolderWatcher
 
 
 def test_the_folder_removed_and_made_again_at_once_is_still_watched(
-    watching: rag_watch.FolderWatcher, config: Config
+    watching: watch.FolderWatcher, config: Config
 ):
     """The new folder usually gets the deleted one's inode number, so it looks like the same
     folder: the watcher must notice the removal itself, or it keeps following the dead watch."""
@@ -187,14 +185,14 @@ def test_changes_during_a_running_sync_queue_exactly_one_follow_up(config: Confi
 def test_inotify_failure_falls_back_to_polling(
     config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    real_watch = rag_watch.watchfiles.watch
+    real_watch = watch.watchfiles.watch
 
     def no_inotify(*args, **kwargs):  # type: ignore[no-untyped-def]
         if not kwargs.get("force_polling"):
             raise OSError("OS file watch limit reached")
         return real_watch(*args, **kwargs)
 
-    monkeypatch.setattr(rag_watch.watchfiles, "watch", no_inotify)
+    monkeypatch.setattr(watch.watchfiles, "watch", no_inotify)
     watcher, thread = start(config)
     try:
         (knowledge / "late.md").write_text("# Late\n\nyankee zulu\n", encoding="utf-8")
@@ -206,9 +204,9 @@ def test_inotify_failure_falls_back_to_polling(
 
 
 def test_scope_of_changes():
-    assert rag_watch.common_scope(["a/b/c.md", "a/b/d/e.md"]) == "a/b"
-    assert rag_watch.common_scope(["a/x.md", "b/y.md"]) == ""
-    assert rag_watch.common_scope(["top.md"]) == ""
+    assert watch.common_scope(["a/b/c.md", "a/b/d/e.md"]) == "a/b"
+    assert watch.common_scope(["a/x.md", "b/y.md"]) == ""
+    assert watch.common_scope(["top.md"]) == ""
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -28,7 +28,7 @@ from web_fixtures import (
 import main as console_main
 import rag_service
 import web_ui
-from rag_config import Config
+from helpers.config import Config
 
 STRICT_CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

@@ -20,8 +20,8 @@ from format_fixtures import write_text_pdf
 
 import rag_service
 import web_ui
-from rag_config import Config
-from rag_jobs import JobView
+from helpers.config import Config
+from helpers.store.job_rows import JobView
 
 REPO = Path(__file__).resolve().parents[1]
 SYNC_TIMEOUT_S = 120.0  # a bound, not an expectation: small corpora sync in about a second

@@ -34,7 +34,7 @@ from stress.harness import (
 )
 
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 
 
 def hammer(config: Config, job_id: str, stop: threading.Event, out: Counter[str]) -> None:

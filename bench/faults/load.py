@@ -38,7 +38,7 @@ SEARCHER = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 config = Config.from_json(sys.argv[2])
 queries = ["invoice payment", "budget meeting", "marker00042", "zz", "quarter revenue report"]
 out = {"ok": 0, "errors": [], "ms": []}
@@ -61,7 +61,7 @@ STORMER = """
 import random, sys, time
 sys.path.insert(0, sys.argv[1])
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 config = Config.from_json(sys.argv[2])
 rng = random.Random(int(sys.argv[3]))
 end = time.monotonic() + float(sys.argv[4])

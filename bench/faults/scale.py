@@ -16,7 +16,7 @@ from stress.corpora import make_long_pdf, make_small_files
 from stress.harness import index_problems, rss_kib, sandbox_children, worker_pids
 
 import rag_service
-from rag_config import Config
+from helpers.config import Config
 
 
 def watch(config: Config, label: str) -> None:

@@ -19,8 +19,8 @@ from _common import line, work_dir
 from conftest import make_config, write_corpus
 from stress.harness import McpProcess, index_problems, run_sync, worker_pids
 
-import rag_jobs
 import rag_service
+from helpers.store import job_rows
 
 
 def mid_sync(root, rounds: int, files: int, rng: random.Random) -> int:  # type: ignore[no-untyped-def]
@@ -40,7 +40,7 @@ def mid_sync(root, rounds: int, files: int, rng: random.Random) -> int:  # type:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             _err, status = second.call("sync_status", {"job_id": job["job_id"]})
-            if status["state"] in rag_jobs.FINAL_STATES:
+            if status["state"] in job_rows.FINAL_STATES:
                 break
             time.sleep(0.2)
         second.close()
@@ -82,13 +82,13 @@ def mid_call(root, rounds: int, rng: random.Random) -> int:  # type: ignore[no-u
         view = None
         while time.monotonic() - started < 60:
             view = rag_service.sync_status(config)
-            if view.state in rag_jobs.FINAL_STATES:
+            if view.state in job_rows.FINAL_STATES:
                 break
             time.sleep(0.1)
         took = time.monotonic() - started
         slow += took > 5
         problems = index_problems(config.db_path)
-        good = view is not None and view.state in rag_jobs.FINAL_STATES and not problems
+        good = view is not None and view.state in job_rows.FINAL_STATES and not problems
         bad += not good
         print(
             f"{'ok ' if good else 'BAD'} mid-call {name:<11} -> {view.state if view else None} "

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from helpers.lexical.query_terms import Query
-from helpers.storage_codec import section_text
+from helpers.store.codec import section_text
 from helpers.text.normalize import fold
 from helpers.text.pointers import pointer_spans, span_title
 
@@ -26,7 +26,7 @@ from helpers.text.pointers import pointer_spans, span_title
 # that happens to sit in prose). From the ablation in bench/RESULTS.md ("Pointer spans").
 POINTER_PRIOR = 0.9
 # Match (the smaller of the two shares of content words) up to this lowers nothing; from there
-# to 1 the factor grows linearly. "Most" both ways, as rag_confidence.COVERAGE_MIN: an answer
+# to 1 the factor grows linearly. "Most" both ways, as ranking.confidence.COVERAGE_MIN: an answer
 # often points at a neighbouring question or a chapter elsewhere (`section 5, "Control files
 # and their fields"` inside the answer to `What is a Debian control file?`: 2/3 both ways), a
 # pointer section quotes the question itself (1.0). On debfaq-en every non-relevant section in

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from helpers.errors import RagError
-from helpers.sqlite_read import connect_read_only  # also opens a read-only data dir
-from helpers.storage_codec import HASH_BYTES
+from helpers.store.codec import HASH_BYTES
+from helpers.store.read_only import connect_read_only  # also opens a read-only data dir
 
 # Vectors per semantic_blocks row. Packed 1,024-vector rows scanned twice as fast as one row per
 # vector (199 vs 397 ms for 200k x 384 with numpy, stack-facts), and a block stays under 1 MB

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import rag_service
-from rag_config import Config
-from rag_jobs import ACTIVE_STATES, FINAL_STATES
+from helpers.config import Config
+from helpers.store.job_rows import ACTIVE_STATES, FINAL_STATES
 from stress.harness import (
     DumpRow,
     canonical_dump,

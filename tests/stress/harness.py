@@ -29,8 +29,8 @@ for _p in (REPO, TESTS):
         sys.path.insert(0, str(_p))
 
 import rag_service  # noqa: E402
-from rag_config import Config  # noqa: E402
-from rag_jobs import ACTIVE_STATES, FINAL_STATES, JobView  # noqa: E402
+from helpers.config import Config  # noqa: E402
+from helpers.store.job_rows import ACTIVE_STATES, FINAL_STATES, JobView  # noqa: E402
 
 T = TypeVar("T")
 WORKER_SCRIPT_NAME = "sync_job_worker.py"
@@ -469,15 +469,15 @@ def run_worker_without_dac_override(config: Config, scope: str = "") -> JobView:
     """Run one sync job in a worker that cannot bypass file permissions, as a normal user's
     would be (tests run as root, which reads mode-000 files): setpriv drops CAP_DAC_OVERRIDE and
     CAP_DAC_READ_SEARCH from the bounding set, so the exec'd worker has neither."""
-    import rag_jobs
-    from rag_db import open_index
+    from helpers.store import job_rows
+    from helpers.store.index_db import open_index
 
     if SETPRIV is None:
         raise MountUnavailable("setpriv (util-linux) is not installed")
     config.logs_dir.mkdir(parents=True, exist_ok=True)
     conn = open_index(config.db_path)
     try:
-        job_id, _already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
+        job_id, _already = job_rows.create_or_get_active(conn, config.lock_path, scope)
     finally:
         conn.close()
     subprocess.run(

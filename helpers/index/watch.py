@@ -23,9 +23,9 @@ from pathlib import Path, PurePosixPath
 
 import watchfiles
 
+from helpers.config import Config
 from helpers.excludes import RAGIGNORE_NAME, ExcludeRules, load_excludes
 from helpers.safety import rel_path_problem
-from rag_config import Config
 
 # Quiet time before a burst of changes becomes a sync: an editor's save (temp file, rename,
 # chmod) lands within milliseconds, a copy of many files keeps the folder busy; 2 s keeps the

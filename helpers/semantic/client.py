@@ -25,7 +25,7 @@ import numpy as np
 from helpers.errors import RagError
 from helpers.semantic import vector_pack
 
-WORKER_SCRIPT = Path(__file__).resolve().parent / "semantic_worker.py"
+WORKER_SCRIPT = Path(__file__).resolve().parents[2] / "semantic_worker.py"
 DEFAULT_THREADS = 2  # the target machines have 2 cores
 # Per request: model load (~0.5-1 s) plus one embed request (~0.5 s for 64 texts of 100
 # tokens on 2 cores); generous for slow or busy machines, short enough to notice a hung worker.

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from helpers import web_guard
-from rag_config import Config
+from helpers.config import Config
+from helpers.web import guard as web_guard
 
 TRANSPORTS = ("stdio", "http")
 DEFAULT_HTTP_PORT = 8770  # the console is 8769

@@ -13,12 +13,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable, Sequence
 
+from helpers.index.pacing import paced_write
 from helpers.lexical.common import hidden_document_ids
-from rag_db import write_transaction
-from rag_sync_pacing import paced_write
+from helpers.store.index_db import write_transaction
 
-# Chunk rows deleted per transaction: as rag_sync_write.SINGLE_TRANSACTION_CHUNKS, ~1 s of write
-# lock at most (0.3-0.7 ms per chunk row with its FTS entries, bench/faults/big_doc_lock.py).
+# Chunk rows deleted per transaction: as document_write.SINGLE_TRANSACTION_CHUNKS, ~1 s of
+# write lock at most (0.3-0.7 ms per chunk row with its FTS entries, bench/faults/big_doc_lock.py).
 DISCARD_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
 SQL_PARAMS = 500  # ids per IN (...) list, well under SQLite's 999 variables of old builds

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from helpers import platform_caps
-from rag_db import write_transaction
-from rag_results import JOB
+from helpers.results import JOB
+from helpers.store.index_db import write_transaction
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
 FINAL_STATES = ("cancelled", "succeeded", "failed")
@@ -70,7 +70,7 @@ class JobView:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The keys of rag_results.JOB, from the fields of the same names."""
+        """The keys of helpers.results.JOB, from the fields of the same names."""
         values = {key: getattr(self, key) for key in JOB.full}
         values["percent"] = round(self.percent, 1)
         if self.eta_seconds is not None:

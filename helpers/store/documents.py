@@ -10,10 +10,10 @@ from typing import Any
 
 from helpers.extract.blocks import Location
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE
+from helpers.results import DOCUMENT, LIST, READ, SECTION, UNTRUSTED_NOTICE
 from helpers.safety import scope_like_pattern
-from helpers.storage_codec import section_text
+from helpers.store.codec import section_text
 from helpers.text.chunking import CHUNK_SCHEME
-from rag_results import DOCUMENT, LIST, READ, SECTION, UNTRUSTED_NOTICE
 
 LIST_SORT_COLUMNS = {
     "path": "path",

@@ -12,13 +12,9 @@ import threading
 import time
 from collections.abc import Callable
 
-import rag_errors
-import rag_jobs
-import rag_watch
-from helpers.safety import PathRejected, normalize_user_path, resolve_inside
-from rag_config import REPO_DIR, Config
-from rag_db import write_transaction
-from rag_errors import (
+from helpers import errors
+from helpers.config import REPO_DIR, Config
+from helpers.errors import (
     IndexMissing,
     InvalidArgument,
     NotFound,
@@ -26,8 +22,12 @@ from rag_errors import (
     require_unicode,
     storage_fault,
 )
-from rag_jobs import JobView
-from rag_storage import (
+from helpers.index import watch
+from helpers.safety import PathRejected, normalize_user_path, resolve_inside
+from helpers.store import job_rows
+from helpers.store.index_db import write_transaction
+from helpers.store.job_rows import JobView
+from helpers.store.open_index import (
     read_conn,
     read_only_reason,
     require_config,
@@ -88,31 +88,30 @@ def start_sync(config: Config, path: str | None = None) -> JobView:
 
 def sync_kb_blocking(
     config: Config,
+    run_job: Callable[..., None],
     path: str | None = None,
     on_progress: Callable[[JobView], None] | None = None,
 ) -> JobView:
     """Sync in the calling process and return the final job: for a host that embeds the service
-    (not an MCP tool: it blocks). It runs the worker's own code path (sync_job_worker.run_job:
-    the same lock, job row, progress and cancel), so a job started here is seen and cancelled
-    like any other. A sync already running is waited for instead of starting a second one."""
+    (not an MCP tool: it blocks). `run_job` is the worker's own code path (the service passes
+    sync_job_worker.run_job: the same lock, job row, progress and cancel), so a job started
+    here is seen and cancelled like any other. A sync already running is waited for."""
     scope = _sync_scope(config, path)
     with storage_guard(config, "sync did not start"):
         conn = write_conn(config, "sync_kb")
         try:
-            job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
+            job_id, already = job_rows.create_or_get_active(conn, config.lock_path, scope)
         finally:
             conn.close()
     if already:
         return wait_for_job(config, job_id, on_progress)
-    import sync_job_worker
-
     done = threading.Event()
     if on_progress is not None:
         threading.Thread(
             target=_report_until, args=(config, job_id, on_progress, done), daemon=True
         ).start()
     try:
-        sync_job_worker.run_job(config, job_id, handle_sigterm=False)
+        run_job(config, job_id, handle_sigterm=False)
     finally:
         done.set()
     view = sync_status(config, job_id)
@@ -134,36 +133,36 @@ def _report_until(
 def _start_sync(config: Config, scope: str) -> JobView:
     conn = write_conn(config, "sync_kb")
     try:
-        job_id, already = rag_jobs.create_or_get_active(conn, config.lock_path, scope)
+        job_id, already = job_rows.create_or_get_active(conn, config.lock_path, scope)
         if not already:
             try:
                 proc = _spawn_worker(config, job_id)
             except OSError as exc:
-                rag_jobs.mark_spawn_failed(conn, job_id, f"cannot start worker: {exc}")
+                job_rows.mark_spawn_failed(conn, job_id, f"cannot start worker: {exc}")
             else:
-                rag_jobs.record_spawned_pid(conn, job_id, proc.pid)
-        row = rag_jobs.load_job(conn, job_id)
+                job_rows.record_spawned_pid(conn, job_id, proc.pid)
+        row = job_rows.load_job(conn, job_id)
         assert row is not None
-        return rag_jobs.job_view(conn, row, already_running=already)
+        return job_rows.job_view(conn, row, already_running=already)
     finally:
         conn.close()
 
 
 def make_watcher(
     config: Config, *, polling: bool | None = None, initial_sync: bool = True
-) -> rag_watch.FolderWatcher:
+) -> watch.FolderWatcher:
     """Watch mode (rag_watch) starting syncs through start_sync: the one-writer rule and the
     worker start stay here. Refused on a read-only setup, like sync_kb."""
     require_config(config)
     if reason := read_only_reason(config):
-        raise rag_errors.ReadOnlyDataDir(
+        raise errors.ReadOnlyDataDir(
             f"watch mode needs a writable data dir ({reason})",
             "drop --read-only or pass a writable --data-dir",
         )
-    return rag_watch.FolderWatcher(
+    return watch.FolderWatcher(
         config,
-        lambda scope: rag_watch.SyncStarted(*_started(start_sync(config, scope))),
-        lambda job_id: sync_status(config, job_id).state in rag_jobs.ACTIVE_STATES,
+        lambda scope: watch.SyncStarted(*_started(start_sync(config, scope))),
+        lambda job_id: sync_status(config, job_id).state in job_rows.ACTIVE_STATES,
         polling=config.watch_polling if polling is None else polling,
         initial_sync=initial_sync,
     )
@@ -173,13 +172,13 @@ def _started(view: JobView) -> tuple[str, bool]:
     return view.job_id, view.already_running
 
 
-def start_watch_thread(config: Config) -> rag_watch.FolderWatcher | None:
+def start_watch_thread(config: Config) -> watch.FolderWatcher | None:
     """--watch of the MCP server and the console: the watcher on a daemon thread; a setup that
     cannot sync is logged and the face goes on without watching."""
     try:
-        return rag_watch.start_thread(make_watcher(config))
+        return watch.start_thread(make_watcher(config))
     except RagError as exc:
-        rag_watch.log.error("watch mode not started: %s", exc)
+        watch.log.error("watch mode not started: %s", exc)
         return None
 
 
@@ -190,13 +189,13 @@ def _reconcile(conn: sqlite3.Connection, config: Config, *, required: bool) -> N
     active = conn.execute(
         "SELECT 1 FROM jobs WHERE state IN ('queued','running','cancelling') LIMIT 1"
     ).fetchone()
-    if not active or not rag_jobs.reconcile_needed(conn, config.lock_path):
+    if not active or not job_rows.reconcile_needed(conn, config.lock_path):
         return
     if not required and read_only_reason(config):
         return
     try:
         with write_transaction(conn):
-            rag_jobs.reconcile_dead_jobs(conn, config.lock_path)
+            job_rows.reconcile_dead_jobs(conn, config.lock_path)
     except sqlite3.OperationalError as exc:
         if required or storage_fault(exc) not in ("busy", "full", "read_only"):
             raise
@@ -208,16 +207,16 @@ def _job_or_latest(
     _reconcile(conn, config, required=for_write)
     if job_id is not None:
         require_unicode(job_id, "job_id")
-    jid = job_id or rag_jobs.latest_job_id(conn)
+    jid = job_id or job_rows.latest_job_id(conn)
     if jid is None:
         raise NotFound("no sync job has run yet", "call sync_kb to start one")
-    row = rag_jobs.load_job(conn, jid)
+    row = job_rows.load_job(conn, jid)
     if row is None:
         shown = jid if len(jid) <= 64 else jid[:64] + "…"
         raise NotFound(
             f"unknown job id {shown!r}", "call sync_status without job_id for the latest"
         )
-    return with_failure_hint(config, rag_jobs.job_view(conn, row))
+    return with_failure_hint(config, job_rows.job_view(conn, row))
 
 
 def sync_status(config: Config, job_id: str | None = None, wait_seconds: float = 0) -> JobView:
@@ -227,7 +226,7 @@ def sync_status(config: Config, job_id: str | None = None, wait_seconds: float =
         raise InvalidArgument(f"wait_seconds must be between 0 and {WAIT_SECONDS_MAX:g}")
     view = _sync_status_now(config, job_id)
     deadline = time.monotonic() + wait_seconds
-    while view.state not in rag_jobs.FINAL_STATES and time.monotonic() < deadline:
+    while view.state not in job_rows.FINAL_STATES and time.monotonic() < deadline:
         time.sleep(min(JOB_POLL_S, max(0.0, deadline - time.monotonic())))
         now = _sync_status_now(config, view.job_id)
         moved = now.progress.get("done") != view.progress.get("done")
@@ -257,8 +256,8 @@ def cancel_sync(config: Config, job_id: str) -> JobView:
         conn = write_conn(config, f"cancel_sync (job {shown} was NOT cancelled)")
         try:
             view = _job_or_latest(conn, config, job_id, for_write=True)
-            if view.state in rag_jobs.ACTIVE_STATES:
-                rag_jobs.request_cancel(conn, view.job_id)
+            if view.state in job_rows.ACTIVE_STATES:
+                job_rows.request_cancel(conn, view.job_id)
                 view = _job_or_latest(conn, config, view.job_id, for_write=True)
             return view
         finally:
@@ -272,10 +271,10 @@ def list_jobs(config: Config, limit: int = 20) -> list[JobView]:
         conn = read_conn(config)
         try:
             views = []
-            for jid in rag_jobs.recent_job_ids(conn, limit):
-                row = rag_jobs.load_job(conn, jid)
+            for jid in job_rows.recent_job_ids(conn, limit):
+                row = job_rows.load_job(conn, jid)
                 if row is not None:
-                    views.append(with_failure_hint(config, rag_jobs.job_view(conn, row)))
+                    views.append(with_failure_hint(config, job_rows.job_view(conn, row)))
             return views
         finally:
             conn.close()
@@ -293,7 +292,7 @@ def wait_for_job(
         view = sync_status(config, job_id)
         if on_progress:
             on_progress(view)
-        if view.state in rag_jobs.FINAL_STATES:
+        if view.state in job_rows.FINAL_STATES:
             return view
         if deadline is not None and time.monotonic() > deadline:
             return view

@@ -18,19 +18,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-import rag_db
 from helpers.semantic import vector_pack
-from helpers.semantic.model import (
-    FETCH_HINT,
-    ModelError,
-    ModelInfo,
-    check_availability,
-    discover_model_dir,
-    hf_hub_cache_root,
-    load_model_info,
-)
-from helpers.storage_codec import text_digest
-from rag_semantic_client import (
+from helpers.semantic.client import (
     DEFAULT_THREADS,
     DEFAULT_TIMEOUT_S,
     Embedding,
@@ -41,11 +30,22 @@ from rag_semantic_client import (
     WorkerInfo,
     WorkerTimeout,
 )
+from helpers.semantic.model import (
+    FETCH_HINT,
+    ModelError,
+    ModelInfo,
+    check_availability,
+    discover_model_dir,
+    hf_hub_cache_root,
+    load_model_info,
+)
+from helpers.store import index_db
+from helpers.store.codec import text_digest
 
 if TYPE_CHECKING:
+    from helpers.config import Config
     from helpers.semantic.fetch import FetchResult
-    from rag_config import Config
-    from rag_semantic_prewarm import WorkerPrewarm
+    from helpers.semantic.prewarm import WorkerPrewarm
 
 __all__ = [
     "BuildResult",
@@ -213,7 +213,7 @@ def build_generation(
     info = _model_info(model_dir, cache_dir)
     chunk_ids, hashes = _chunk_keys(conn)
     current = latest_ready_generation(conn)
-    with rag_db.write_transaction(conn):  # leftovers of builds that crashed or were killed
+    with index_db.write_transaction(conn):  # leftovers of builds that crashed or were killed
         conn.execute(
             "DELETE FROM semantic_blocks WHERE generation_id IN "
             "(SELECT id FROM semantic_generations WHERE ready = 0)"
@@ -232,7 +232,7 @@ def build_generation(
         vectors = np.zeros((len(chunk_ids), info.dim), dtype=np.float16)
         found = np.zeros(len(chunk_ids), dtype=bool)
     pending, copies = _unique_pending(found, hashes)
-    with rag_db.write_transaction(conn):
+    with index_db.write_transaction(conn):
         generation = conn.execute(
             "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
             "created_at) VALUES (?, ?, ?, 0, 0, ?)",
@@ -329,7 +329,7 @@ def _unique_pending(
 
 def _publish(conn: sqlite3.Connection, generation: int, count: int) -> None:
     """Make the generation visible and drop every other one, in one transaction."""
-    with rag_db.write_transaction(conn):
+    with index_db.write_transaction(conn):
         conn.execute(
             "UPDATE semantic_generations SET ready = 1, vector_count = ?, finished_at = ? "
             "WHERE id = ?",
@@ -362,7 +362,7 @@ class _BlockWriter:
             end = min(start + vector_pack.BLOCK_SIZE, total)
             if start >= total or end > ready_before:
                 return
-            with rag_db.write_transaction(self.conn):
+            with index_db.write_transaction(self.conn):
                 self.conn.execute(
                     "INSERT INTO semantic_blocks(generation_id, block_no, count, chunk_ids, "
                     "text_hashes, vectors) VALUES (?, ?, ?, ?, ?, ?)",
@@ -397,7 +397,7 @@ def _discard(conn: sqlite3.Connection, generation: int) -> None:
     try:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        with rag_db.write_transaction(conn):
+        with index_db.write_transaction(conn):
             conn.execute("DELETE FROM semantic_blocks WHERE generation_id = ?", (generation,))
             conn.execute(
                 "DELETE FROM semantic_generations WHERE id = ? AND ready = 0", (generation,)
@@ -476,7 +476,7 @@ def query(
         info, generation = state.model, state.generation
     else:
         info = _model_info(model_dir, cache_dir)
-        conn = rag_db.connect(Path(db_path), readonly=True)
+        conn = index_db.connect(Path(db_path), readonly=True)
         try:
             generation = latest_ready_generation(conn)
         finally:

@@ -21,10 +21,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from helpers.safety import FileEntry
-from rag_sync_discard import SQL_PARAMS, delete_rows_of
-from rag_sync_pacing import paced_write
-from rag_sync_write import (
+from helpers.index.discard import SQL_PARAMS, delete_rows_of
+from helpers.index.document_write import (
     SINGLE_TRANSACTION_CHUNKS,
     DocumentContent,
     WriteObserver,
@@ -36,6 +34,8 @@ from rag_sync_write import (
     write_document,
     write_failure,
 )
+from helpers.index.pacing import paced_write
+from helpers.safety import FileEntry
 
 # Rows (written and replaced) per group transaction: the bound one document already had, ~1 s
 # of write lock at most (0.3-0.7 ms per chunk row with its full-text entries).
@@ -158,7 +158,7 @@ class WriteGroup:
 
 def _write_items(conn: sqlite3.Connection, items: Sequence[_Item]) -> None:
     """Inside a write transaction: every item's rows, then the rows they replace deleted at
-    once (see rag_sync_discard.delete_rows_of)."""
+    once (see helpers.index.discard.delete_rows_of)."""
     paths = [item.entry.rel_path for item in items if not isinstance(item, _Stat)]
     existing: dict[str, int] = {}
     for start in range(0, len(paths), SQL_PARAMS):

@@ -3,7 +3,7 @@
 They stand apart from rag_db's schema and connections because they are a different job: long,
 resumable rewrites of existing rows (migration 4's bigrams, 5's hub scores, 8's trigram rows, 9's
 compaction) that take the write lock one short batch at a time, keep their cursor in `meta`, and
-are advanced by whoever opens the index (bounded) and finished by the sync worker. rag_db.migrate
+are advanced by whoever opens the index (bounded) and finished by the sync worker. index_db.migrate
 calls MIGRATION_BACKFILLS and run_backfills; nothing here defines schema.
 """
 
@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from helpers.storage_codec import compact_chunks, compact_sections, section_text
+from helpers.store.codec import compact_chunks, compact_sections, section_text
+from helpers.store.index_db import TRIGRAM_BACKFILL_KEY, write_transaction
 from helpers.text.cjk import index_text
 from helpers.text.hubs import hub_score
-from rag_db import TRIGRAM_BACKFILL_KEY, write_transaction
 
 # Chunk rows indexed per backfill transaction: ~0.3 ms each (one trigram row), so well under a
 # second of write lock, with BACKFILL_PAUSE_S between batches for a waiting cancel or heartbeat.
@@ -28,7 +28,9 @@ TRIGRAM_BACKFILL_ROWS = 2000
 # chunks in 21 s). The sync worker finishes it after claiming its job, checking for cancel
 # between budgets; a search on a writable index advances it too (rag_storage.read_conn).
 OPEN_BACKFILL_BUDGET_S = 2.0
-BACKFILL_PAUSE_S = 0.12  # as rag_sync_write.BATCH_PAUSE_S: SQLite retries a busy writer per 100 ms
+BACKFILL_PAUSE_S = (
+    0.12  # as helpers.index.document_write.BATCH_PAUSE_S: SQLite retries a busy writer per 100 ms
+)
 BACKFILL_PAGE_ROWS = 2000  # chunks read per page while a migration backfills (bounded memory)
 # One batch of a backfill: (conn, first id, rows) -> (next id, rows done), or None at the end.
 _Batch = Callable[[sqlite3.Connection, int, int], "tuple[int, int] | None"]

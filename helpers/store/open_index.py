@@ -14,19 +14,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-import rag_jobs
-from rag_config import Config, config_problems
-from rag_db import (
-    READABLE_FROM_VERSION,
-    SCHEMA_VERSION,
-    closed_on_error,
-    connect,
-    connect_read_only,
-    migrate,
-    schema_version,
-)
-from rag_db_backfill import backfill_trigram, trigram_backfill_pending
-from rag_errors import (
+from helpers.config import Config, config_problems
+from helpers.errors import (
     ConfigError,
     IndexMissing,
     disk_full_error,
@@ -37,7 +26,18 @@ from rag_errors import (
     read_only_error,
     storage_fault,
 )
-from rag_jobs import JobView
+from helpers.store import job_rows
+from helpers.store.backfill import backfill_trigram, trigram_backfill_pending
+from helpers.store.index_db import (
+    READABLE_FROM_VERSION,
+    SCHEMA_VERSION,
+    closed_on_error,
+    connect,
+    connect_read_only,
+    migrate,
+    schema_version,
+)
+from helpers.store.job_rows import JobView
 
 log = logging.getLogger(__name__)
 
@@ -234,8 +234,8 @@ def _active_job(config: Config) -> tuple[str | None, str | None]:
     try:
         row = conn.execute(
             f"SELECT id, current_file FROM jobs WHERE state IN "
-            f"({','.join('?' * len(rag_jobs.ACTIVE_STATES))}) ORDER BY created_at DESC LIMIT 1",
-            rag_jobs.ACTIVE_STATES,
+            f"({','.join('?' * len(job_rows.ACTIVE_STATES))}) ORDER BY created_at DESC LIMIT 1",
+            job_rows.ACTIVE_STATES,
         ).fetchone()
     except sqlite3.Error:
         return None, None

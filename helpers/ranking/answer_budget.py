@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from helpers.storage_codec import child_location
-from rag_results import Hit, Omitted, SearchResult
+from helpers.results import Hit, Omitted, SearchResult
+from helpers.store.codec import child_location
 
 CUT_MARK = "…"
 # Sentence ends (Latin, CJK and the Thai/Khmer spaced style), then line breaks, then spaces.

@@ -15,10 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
-from rag_semantic import CACHE_SUBDIR, NotReadyError, SemanticWorker, query, semantic_state
+from helpers.semantic.generations import (
+    CACHE_SUBDIR,
+    NotReadyError,
+    SemanticWorker,
+    query,
+    semantic_state,
+)
 
 if TYPE_CHECKING:
-    from rag_config import Config
+    from helpers.config import Config
 
 # A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
 # and exits by itself after this many idle seconds; the ML runtime never enters the server.

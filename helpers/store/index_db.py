@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from helpers.sqlite_read import BUSY_TIMEOUT_MS, closed_on_error, connect_read_only, connect_uri
+from helpers.store.read_only import BUSY_TIMEOUT_MS, closed_on_error, connect_read_only, connect_uri
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
@@ -300,7 +300,7 @@ DROP TABLE IF EXISTS chunks_fts;
 -- lower(text) (ASCII A-Z) would not give it, else '' (rag_sync_write.stored_norm), so English
 -- text is not stored twice. Rows written before keep their stored copy until re-synced. The
 -- delete and update triggers are recreated over the generated column. New chunks enter
--- chunks_words, chunks_ocr_fts and chunks_fts through rag_db.index_new_chunks, one
+-- chunks_words, chunks_ocr_fts and chunks_fts through helpers.store.index_db.index_new_chunks, one
 -- INSERT ... SELECT per write, not through insert triggers: FTS5 flushes its pending terms at
 -- every trigger statement, and the triggers made a first sync ~1.9x slower
 -- (bench/RESULTS.md "Lexical sync speed and index size").
@@ -365,7 +365,7 @@ SELECT 'compact_chunks_next', '0' WHERE EXISTS (SELECT 1 FROM chunks);
 """,
 }
 # The meta row migration 8 writes and index_new_chunks reads: trigram rows of chunks at or past
-# its id are left to rag_db_backfill.backfill_trigram.
+# its id are left to helpers.store.backfill.backfill_trigram.
 TRIGRAM_BACKFILL_KEY = "trigram_backfill_next"
 
 
@@ -427,7 +427,7 @@ def schema_version(conn: sqlite3.Connection) -> int:
 def migrate(conn: sqlite3.Connection, full_backfill: bool = False) -> int:
     """Apply every migration newer than the file's version; idempotent, one transaction each."""
     # Lazy: rag_db_backfill imports this module for write_transaction and the trigram key.
-    from rag_db_backfill import MIGRATION_BACKFILLS, run_backfills
+    from helpers.store.backfill import MIGRATION_BACKFILLS, run_backfills
 
     current = schema_version(conn)
     if current > SCHEMA_VERSION:

@@ -11,32 +11,31 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import rag_jobs
-import rag_skipped
 from helpers import platform_caps
+from helpers.config import Config
+from helpers.errors import fault_in_message, free_bytes, human_bytes, storage_fault
 from helpers.excludes import RAGIGNORE_NAME, rules_in_force
 from helpers.extract import registry as extractors
 from helpers.lexical.common import NOT_STAGING, STAGING_RANGE, hidden_document_ids
+from helpers.results import DISK, HEALTH, LAST_JOB
 from helpers.secrets import DETECTOR_VERSION
-from helpers.text.chunking import CHUNK_SCHEME
-from rag_config import Config
-from rag_db import schema_version
-from rag_db_backfill import trigram_backfill_left
-from rag_errors import fault_in_message, free_bytes, human_bytes, storage_fault
-from rag_results import DISK, HEALTH, LAST_JOB
-from rag_storage import (
+from helpers.store import job_rows, skipped_files
+from helpers.store.backfill import trigram_backfill_left
+from helpers.store.index_db import schema_version
+from helpers.store.open_index import (
     check_config,
     connect_for_reading,
     read_only_reason,
     with_failure_hint,
 )
+from helpers.text.chunking import CHUNK_SCHEME
 
 SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB each call is slow)
 # Below this much free space on the data dir, rag_health warns: indexing a few hundred documents
 # can take that much (index + WAL), and a full disk fails the sync.
 LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
-# rag_documents.list_documents' rule: a big document being written, or an old version being
-# discarded (rag_sync_write), lives under a staging path; it is no file of the knowledge dir.
+# store.documents.list_documents' rule: a big document being written, or an old version being
+# discarded (index.document_write), lives under a staging path; it is no file of the knowledge dir.
 LAST_JOB_KEYS = LAST_JOB.full
 
 
@@ -63,9 +62,9 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
             ).fetchone()
             light.update(model=None, vectors=row[0] if row else 0)
         return light
-    import rag_semantic
+    from helpers.semantic import generations
 
-    state = rag_semantic.semantic_state(
+    state = generations.semantic_state(
         conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
     )
     return {
@@ -115,7 +114,7 @@ def health(config: Config) -> dict[str, Any]:
         "warnings": [],
         "read_only": None,
         "disk": {},
-        # what the last syncs saw and did not index (rag_skipped.summary); empty before schema 7
+        # what the last syncs saw and did not index (skipped_files.summary); empty before schema 7
         "skipped": {},
         "excludes": {},
     }
@@ -283,10 +282,10 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
         report["warnings"].append(
             f"{by_status['needs_ocr']} documents have scanned pages without OCR text"
         )
-    report["skipped"] = rag_skipped.summary(conn)
-    jid = rag_jobs.latest_job_id(conn)
+    report["skipped"] = skipped_files.summary(conn)
+    jid = job_rows.latest_job_id(conn)
     if jid:
-        row = rag_jobs.load_job(conn, jid)
+        row = job_rows.load_job(conn, jid)
         if row is not None:
-            view = with_failure_hint(config, rag_jobs.job_view(conn, row)).to_dict()
+            view = with_failure_hint(config, job_rows.job_view(conn, row)).to_dict()
             report["last_job"] = {k: view[k] for k in LAST_JOB_KEYS}

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from helpers.lexical.pointers import pointer_match, pointer_weight
 from helpers.lexical.query_terms import Query
+from helpers.results import Hit, SearchResult
 from helpers.text.normalize import fold
-from rag_results import Hit, SearchResult
 
 # A side "agrees" when the top hit is within its first few ranks (chunk ranks inside a channel;
 # several chunks of one passage often take the first places). band() asks it of the semantic

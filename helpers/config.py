@@ -15,7 +15,7 @@ from pathlib import Path
 from helpers.excludes import split_exclude_env
 from helpers.extract.blocks import DEFAULT_MAX_FILE_MB, max_file_bytes
 
-REPO_DIR = Path(__file__).resolve().parent
+REPO_DIR = Path(__file__).resolve().parents[1]  # where the top-level modules are
 
 
 def bundled_dir(name: str, package: str, marker: str) -> Path:

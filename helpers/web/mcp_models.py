@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-import rag_results as shapes
+from helpers import results as shapes
 
 
 class _Out(BaseModel):

@@ -22,17 +22,17 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from helpers.extract import registry as extractors
+from helpers.index.discard import delete_document_rows, discard_document
+from helpers.index.pacing import paced_write
 from helpers.lexical.common import STAGING_PATH_PREFIX
 from helpers.safety import FileEntry
 from helpers.secrets import DETECTOR_VERSION
-from helpers.storage_codec import pack_child_location, pack_section_text
+from helpers.store.codec import pack_child_location, pack_section_text
+from helpers.store.index_db import index_new_chunks, write_transaction
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
-from rag_db import index_new_chunks, write_transaction
-from rag_sync_discard import delete_document_rows, discard_document
-from rag_sync_pacing import paced_write
 
 # Rows written (or deleted) per transaction: ~0.3-0.7 ms per chunk row with its FTS entries on
 # this machine, so ~1 s of write lock at most (bench/faults/big_doc_lock.py).

@@ -358,7 +358,7 @@ class SearchResult:
     elapsed_ms: float
     warnings: list[str] = field(default_factory=list)
     channels_used: list[str] = field(default_factory=list)
-    confidence: str = "low"  # rag_confidence.assess
+    confidence: str = "low"  # helpers.ranking.confidence.assess
     omitted: Omitted = field(default_factory=Omitted)
     more: str | None = None  # how to get what was left out
     detail: str = "full"

@@ -16,14 +16,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import rag_semantic
 from helpers.errors import RagError
+from helpers.semantic import generations
+from helpers.semantic.client import DEFAULT_THREADS, SemanticWorker
 from helpers.semantic.model import check_availability, load_model_info
 from helpers.skips import SkipReason
-from rag_semantic_client import DEFAULT_THREADS, SemanticWorker
 
 if TYPE_CHECKING:
-    from rag_config import Config
+    from helpers.config import Config
 
 log = logging.getLogger(__name__)
 # rag_sync outcomes of a file read into new text (unchanged, failed and skipped files bring
@@ -131,7 +131,7 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
     head start.
     """
     try:
-        cache_dir = config.data_dir / rag_semantic.CACHE_SUBDIR
+        cache_dir = config.data_dir / generations.CACHE_SUBDIR
         found = check_availability(
             config.semantic_model_dir,
             enabled=config.semantic,
@@ -142,12 +142,12 @@ def prewarm_for_sync(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm 
             return None
         prewarm = WorkerPrewarm(
             found.model.model_dir,
-            log_path=config.logs_dir / rag_semantic.WORKER_LOG,
+            log_path=config.logs_dir / generations.WORKER_LOG,
             cache_dir=cache_dir,
         )
         prewarm.index = (conn, config.knowledge_dir)
         prewarm.skipped_after_reading = _skipped_after_reading(conn)
-        current = rag_semantic.latest_ready_generation(conn)
+        current = generations.latest_ready_generation(conn)
         (chunks,) = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()
         if chunks and (current is None or current.vector_count != chunks):
             prewarm.start("the vectors are behind the chunks")

@@ -1,0 +1,1 @@
+"""Evaluation's pure parts: the golden-file parser and the retrieval metrics of rag_eval.py."""

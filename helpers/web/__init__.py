@@ -1,0 +1,1 @@
+"""What the network faces share: Host/Origin guards, the MCP HTTP transport, typed MCP outputs."""
