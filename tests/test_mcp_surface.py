@@ -23,6 +23,7 @@ from test_mcp_stdio import fastmcp_client, sdk_client, wait_job
 import rag_server
 import rag_service
 from helpers.config import Config
+from helpers.health import LOW_FREE_SPACE_BYTES
 
 pytestmark = pytest.mark.anyio
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
@@ -125,7 +126,7 @@ async def test_rag_health_declares_and_returns_the_read_only_state_and_disk_spac
     report = health.structured_content
     assert "--read-only" in report["read_only"] and report["problems"] == []
     assert isinstance(report["disk"]["data_dir_free_bytes"], int)
-    assert report["disk"]["low_free_space_bytes"] == health.LOW_FREE_SPACE_BYTES
+    assert report["disk"]["low_free_space_bytes"] == LOW_FREE_SPACE_BYTES
     assert refused.is_error and "data dir is read-only" in refused.content[0].text
 
 
