@@ -130,8 +130,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: Installed):
     where = json.loads(
         installed.python(
-            "import json, rag_server, rag_config, web_ui; print(json.dumps("
-            "[rag_server.__file__, str(rag_config.SAMPLE_DIR), str(web_ui.UI_DIR)]))"
+            "import json, rag_server, web_ui; from helpers import config; print(json.dumps("
+            "[rag_server.__file__, str(config.SAMPLE_DIR), str(web_ui.UI_DIR)]))"
         )
     )
     for path in where:
@@ -145,7 +145,7 @@ def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: 
 
 
 def test_the_installed_console_serves_its_page_from_the_data_package(installed: Installed):
-    sample = installed.python("import rag_config; print(rag_config.SAMPLE_DIR)")
+    sample = installed.python("from helpers import config; print(config.SAMPLE_DIR)")
     console = subprocess.Popen(
         [installed.bin("ragdoc-console"), "--knowledge-dir", sample, "--port", "0"],
         stdin=subprocess.DEVNULL,
@@ -178,7 +178,7 @@ def test_ragdoc_demo_and_search_work_on_the_bundled_sample_folder(installed: Ins
     assert "contracts/service-agreement.md" in demo.stdout
     (state,) = (installed.home / ".mcp-ragdoc").iterdir()  # the default private state
     assert (state / "index.sqlite3").is_file()
-    sample = installed.python("import rag_config; print(rag_config.SAMPLE_DIR)")
+    sample = installed.python("from helpers import config; print(config.SAMPLE_DIR)")
     found = installed.run("ragdoc", "--knowledge-dir", sample, "search", "payment terms", "--json")
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)["hits"]

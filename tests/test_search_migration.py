@@ -144,8 +144,8 @@ def test_a_migration_read_stale_before_the_lock_is_skipped_not_reapplied(
 
 
 _OPEN_INDEX = (
-    "import sys, rag_db; c = index_db.open_index(__import__('pathlib').Path(sys.argv[1])); "
-    "print(index_db.schema_version(c))"
+    "import sys, pathlib; from helpers.store import index_db; "
+    "c = index_db.open_index(pathlib.Path(sys.argv[1])); print(index_db.schema_version(c))"
 )
 
 
