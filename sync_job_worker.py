@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from helpers.config import Config
 from helpers.errors import RagError
 from helpers.index.document_write import FileProgress
-from helpers.store import backfill, job_rows
-from helpers.store.index_db import connect, open_index, write_transaction
+from helpers.store import job_rows
+from helpers.store.index_db import connect, open_index, run_backfills, write_transaction
 from rag_sync import RAGIGNORE_NAME, JobCancelled, extraction_tools, sync_excludes, sync_files
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
         prewarm = _semantic_prewarm(conn, config)
         # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
         # in batches: the worker owns the rest, a budget at a time with a cancel check between.
-        while backfill.run_backfills(conn, bounded=True):
+        while run_backfills(conn, bounded=True):
             reporter.check_cancel()
         excludes = sync_excludes(config)
         for problem in excludes.problems:

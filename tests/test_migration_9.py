@@ -190,7 +190,7 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
     monkeypatch.setattr(backfill.time, "sleep", killed_at(2))
     monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 10_000)
     with pytest.raises(_Killed), closing(index_db.connect(old.db_path)) as conn:
-        backfill.run_backfills(conn, bounded=True)  # the sections done, killed in the chunks
+        index_db.run_backfills(conn, bounded=True)  # the sections done, killed in the chunks
     stored = _stored(old.db_path)
     assert stored["sections"] == fresh["sections"]
     assert stored["chunks"][:25] == fresh["chunks"][:25]
