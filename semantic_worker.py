@@ -15,7 +15,6 @@ neither is needed, both are rebuilt when missing.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import importlib.util
@@ -50,10 +49,10 @@ from helpers.semantic.requests import (
     search_args,
     serve,
 )
+from helpers.semantic.worker_args import parse_worker_args
 
 log = logging.getLogger("semantic_worker")
 
-DEFAULT_THREADS = 2  # the target machines have 2 cores; the server keeps working meanwhile
 # XLM-R / fairseq id layout: SentencePiece id + 1, SentencePiece <unk> (0) -> 3.
 BOS_ID, PAD_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 FAIRSEQ_OFFSET = 1
@@ -558,24 +557,7 @@ class Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", required=True, type=Path)
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    parser.add_argument(
-        "--idle-seconds", type=float, default=None, help="warm mode: exit when idle"
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="cache folder: model hashes, query tokenizer index",
-    )
-    parser.add_argument(
-        "--preload-passages",
-        action="store_true",
-        help="a build worker: load the passage tokenizer before the first request arrives",
-    )
-    args = parser.parse_args(argv)
+    args = parse_worker_args(argv, __doc__.splitlines()[0])
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -585,16 +567,15 @@ def main(argv: list[str] | None = None) -> int:
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    idle = args.idle_seconds if args.idle_seconds and args.idle_seconds > 0 else None
     worker = Worker(
         args.model_dir,
-        max(1, args.threads),
+        args.threads,
         args.cache_dir,
-        warm=idle is not None,
+        warm=args.idle_seconds is not None,
         passages=args.preload_passages,
     )
     worker.preload()
-    return serve(worker, LineReader(sys.stdin.fileno()), protocol_out, idle)
+    return serve(worker, LineReader(sys.stdin.fileno()), protocol_out, args.idle_seconds)
 
 
 if __name__ == "__main__":
