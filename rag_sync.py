@@ -27,6 +27,7 @@ from helpers.extract.blocks import (
 )
 from helpers.extract.document import read_document
 from helpers.extract.failures import extraction_failure
+from helpers.extract.formats import IN_PROCESS_SUFFIXES
 from helpers.extract.registry import format_of
 from helpers.extract.sandbox import PREFETCH_FILES, SandboxedExtractor
 from helpers.index.discard import (
@@ -79,30 +80,12 @@ __all__ = [  # the write side lives in rag_sync_write; these names stay importab
 ]
 
 HASH_BLOCK_BYTES = 1024 * 1024  # streaming sha256: constant memory for any file size
-# Text formats read by our own streaming code (bounded memory, no C library to hang) stay in the
-# worker when small: below ~4 KB the round trip costs more than moving their chunking to the
-# child's core saves (bench_sync.py: 2,000 files of 3.2 KB 2.80 s in process, 3.04 s through the
-# child). Bigger ones go to the child with the read-ahead, so their chunking runs beside the
-# worker's writes (python3.11-doc RST, 10.8 MB: 7.8 s -> 5.6-6.1 s, 6.6x -> 4.6-4.7x the bare
-# FTS5 insert, idle 2-core box). Everything else always goes to the sandbox.
+# Formats the worker may read itself (helpers.extract.formats IN_PROCESS_SUFFIXES: our own
+# streaming code) stay in the worker when small: below this the round trip costs more than
+# moving their chunking to the child's core saves. Bigger ones go to the child with the
+# read-ahead, so their chunking runs beside the worker's writes (bench/RESULTS.md "Issue 16 on
+# the merged tree, third session"). Everything else always goes to the sandbox.
 CHILD_TEXT_MIN_BYTES = 4 * 1024
-IN_PROCESS_SUFFIXES = frozenset(
-    {
-        ".txt",
-        ".text",
-        ".log",
-        ".md",
-        ".markdown",
-        ".rst",
-        ".csv",
-        ".tsv",
-        ".yaml",
-        ".yml",
-        ".html",
-        ".htm",
-    }
-)
-IN_PROCESS_SUFFIXES |= extractors.PURE_TEXT_SUFFIXES  # code, LaTeX, AsciiDoc, Org
 COUNT_KEYS = (
     "added",
     "updated",

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -45,7 +45,7 @@ from helpers.store.codec import text_digest
 if TYPE_CHECKING:
     from helpers.config import Config
     from helpers.semantic.fetch import FetchResult
-    from helpers.semantic.prewarm import WorkerPrewarm
+
 
 __all__ = [
     "BuildResult",
@@ -78,6 +78,15 @@ BUILD_HINT = "run a sync (sync_kb) to build the semantic index"
 # tokenizer index (~15 MB), both rebuilt when missing.
 CACHE_SUBDIR = "cache"
 WORKER_LOG = "semantic_worker.log"  # under the logs dir
+
+
+class PrewarmedWorker(Protocol):
+    """A worker spawned ahead of a build (helpers.semantic.prewarm.WorkerPrewarm), as the build
+    uses it: the prewarm module builds on this one, so it is named by what it does."""
+
+    def wait_for_hashes(self) -> None: ...
+
+    def take(self, model_dir: Path, threads: int, timeout_s: float) -> SemanticWorker | None: ...
 
 
 class NotReadyError(SemanticError):
@@ -200,7 +209,7 @@ def build_generation(
     should_cancel: Callable[[], bool] | None = None,
     threads: int = DEFAULT_THREADS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-    prewarm: WorkerPrewarm | None = None,
+    prewarm: PrewarmedWorker | None = None,
 ) -> BuildResult:
     """Embed the current chunks into a new generation and publish it; see the module docstring.
 
@@ -419,7 +428,7 @@ def sync_phase(
     *,
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool | None] | None = None,
-    prewarm: WorkerPrewarm | None = None,
+    prewarm: PrewarmedWorker | None = None,
 ) -> BuildResult | None:
     """The sync job's semantic step: build when enabled and available, else log why and skip.
 
