@@ -163,7 +163,6 @@ STRUCTURE_NAMES = (
     "outline",
     "page_labels",
     "section_starts",
-    "_repeated_edge_lines",
     "clean_page_text",
     "_split_sections",
     "_has_drawn_content",
