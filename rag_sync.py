@@ -25,7 +25,7 @@ from helpers.extract.blocks import (
     ExtractionError,
     ExtractLimits,
 )
-from helpers.extract.document import read_document
+from helpers.extract.document import build_document_text
 from helpers.extract.failures import extraction_failure
 from helpers.extract.formats import IN_PROCESS_SUFFIXES
 from helpers.extract.registry import format_of
@@ -168,10 +168,10 @@ def extract_document(
 
     try:
         if sandbox is not None and _sandboxed(entry):
-            doc = sandbox.read_document(entry.abs_path, observer.check_cancel, on_pages)
+            doc = sandbox.extract_document(entry.abs_path, observer.check_cancel, on_pages)
         else:
             source = extract(entry.abs_path, replace(ctx, on_progress=on_pages))
-            doc = read_document(source, ctx.limits.max_text_chars, observer.check_cancel)
+            doc = build_document_text(source, ctx.limits.max_text_chars, observer.check_cancel)
     except (ExtractionError, FileSkipped):
         raise
     except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job

@@ -30,7 +30,6 @@ from helpers.store.open_index import (
 )
 from helpers.text.chunking import CHUNK_SCHEME
 
-SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB each call is slow)
 # Below this much free space on the data dir, rag_health warns: indexing a few hundred documents
 # can take that much (index + WAL), and a full disk fails the sync.
 LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
@@ -43,7 +42,7 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
     """off / unavailable / not_built / outdated / ready, with the fix, model and vector count."""
     from helpers.semantic import model as semantic_model
 
-    cache_dir = config.data_dir / SEMANTIC_CACHE
+    cache_dir = config.data_dir / semantic_model.CACHE_SUBDIR
     availability = semantic_model.check_availability(
         config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
     )
@@ -64,7 +63,7 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
         return light
     from helpers.semantic import generations
 
-    state = generations.semantic_state(
+    state = generations.generation_state(
         conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
     )
     return {

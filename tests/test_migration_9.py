@@ -219,7 +219,7 @@ def test_vectors_built_before_the_migration_are_reused_after_it(tmp_path: Path) 
     with closing(index_db.open_index(config.db_path)) as conn:
         assert not backfill.compact_backfill_pending(conn)
         before = generations.latest_ready_generation(conn)
-        state = generations.semantic_state(conn, model, True, tmp_path / "cache")
+        state = generations.generation_state(conn, model, True, tmp_path / "cache")
         assert state.state == "ready", state.reason
     (docs / "guide.md").write_text("# Guide\n\nOne new paragraph about invoices.\n", "utf-8")
     view = rag_service.sync_kb_blocking(config)

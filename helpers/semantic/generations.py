@@ -31,6 +31,7 @@ from helpers.semantic.client import (
     WorkerTimeout,
 )
 from helpers.semantic.model import (
+    CACHE_SUBDIR,
     FETCH_HINT,
     ModelError,
     ModelInfo,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "CACHE_SUBDIR",
     "BuildResult",
     "Embedding",
     "Generation",
@@ -63,7 +65,7 @@ __all__ = [
     "fetch_model",
     "latest_ready_generation",
     "query",
-    "semantic_state",
+    "generation_state",
     "sync_phase",
 ]
 
@@ -74,9 +76,6 @@ DEFAULT_QUERY_TIMEOUT_S = 30.0  # spawn + load + embed + scan of 100k vectors: 0
 # requests, so this bounds cancel latency (~1 s) and the size of one JSON line.
 EMBED_REQUEST_TEXTS = 64
 BUILD_HINT = "run a sync (sync_kb) to build the semantic index"
-# Under the data dir (the same place rag_service uses): model file hashes and the query
-# tokenizer index (~15 MB), both rebuilt when missing.
-CACHE_SUBDIR = "cache"
 WORKER_LOG = "semantic_worker.log"  # under the logs dir
 
 
@@ -474,7 +473,7 @@ def query(
 ) -> list[tuple[int, float]]:
     """Top-k (chunk id, cosine) for `query`; cold (spawn, answer, exit) unless a worker is given.
 
-    A `state` from `semantic_state` supplies the model and the newest generation already read
+    A `state` from `generation_state` supplies the model and the newest generation already read
     (model_dir and cache_dir are then not consulted). Raises NotReadyError when no generation
     of the current model is ready, ModelError for a broken model folder and
     WorkerError/WorkerCrashed/WorkerTimeout for worker failures.
@@ -508,7 +507,7 @@ def query(
         return cold.search(db_path, generation.id, query, top_k, fingerprint=info.fingerprint)
 
 
-def semantic_state(
+def generation_state(
     conn: sqlite3.Connection,
     model_dir: Path | None,
     enabled: bool,
@@ -561,4 +560,4 @@ def fetch_model(
     from helpers.semantic import fetch
 
     root = cache_dir or hf_hub_cache_root()
-    return fetch.fetch_model(root, base_url=base_url, progress=progress)
+    return fetch.download_repo(root, base_url=base_url, progress=progress)
