@@ -21,6 +21,7 @@ from helpers.results import DISK, HEALTH, LAST_JOB
 from helpers.secrets import DETECTOR_VERSION
 from helpers.store import job_rows, skipped_files
 from helpers.store.backfill import trigram_backfill_left
+from helpers.store.batched import rows_in
 from helpers.store.index_db import schema_version
 from helpers.store.open_index import (
     check_config,
@@ -243,16 +244,14 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
     }
     report["documents"] = {"total": sum(by_status.values()), **by_status}
     staging = hidden_document_ids(conn)
-    marks = ",".join("?" * len(staging))
     for key, table_sql in (
         ("sections", "SELECT COUNT(*) FROM sections"),
         ("chunks", "SELECT COUNT(*) FROM chunks"),
     ):
         report[key] = conn.execute(table_sql).fetchone()[0]
-        if staging:  # usually none; the document_id index answers this
-            report[key] -= conn.execute(
-                f"{table_sql} WHERE document_id IN ({marks})", staging
-            ).fetchone()[0]
+        # usually no staging document; the document_id index answers this
+        in_staging = table_sql + " WHERE document_id IN ({marks})"
+        report[key] -= sum(row[0] for row in rows_in(conn, in_staging, staging))
     report["needs_reindex_documents"] = conn.execute(
         f"SELECT COUNT(*) FROM documents WHERE chunk_scheme != ? AND {NOT_STAGING}",
         (CHUNK_SCHEME, *STAGING_RANGE),

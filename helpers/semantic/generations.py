@@ -41,6 +41,7 @@ from helpers.semantic.model import (
     load_model_info,
 )
 from helpers.store import index_db
+from helpers.store.batched import rows_in
 from helpers.store.codec import text_digest
 
 if TYPE_CHECKING:
@@ -387,8 +388,7 @@ class _BlockWriter:
 
 
 def _texts_for(conn: sqlite3.Connection, ids: list[int], hashes: list[bytes]) -> list[str]:
-    placeholders = ",".join("?" * len(ids))
-    rows = dict(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({placeholders})", ids))
+    rows = dict(rows_in(conn, "SELECT id, text FROM chunks WHERE id IN ({marks})", ids))
     texts = []
     for cid, digest in zip(ids, hashes, strict=True):
         text = rows.get(cid)
