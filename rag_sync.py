@@ -1,9 +1,9 @@
 """The lexical index lifecycle: plan the changes, extract and write each document atomically.
 
 Every document becomes visible in one BEGIN IMMEDIATE transaction (old rows out, new rows in; a
-big one is staged in short batches first, see rag_sync_write), so a cancel or a killed worker
-never leaves a half-written document and searches keep working throughout (WAL). The caller
-(sync_job_worker) supplies progress and cancel through `SyncObserver`.
+big one is staged in short batches first, see helpers.index.document_write), so a cancel or a
+killed worker never leaves a half-written document and searches keep working throughout (WAL).
+The caller (sync_job_worker) supplies progress and cancel through `SyncObserver`.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ from helpers.store.codec import section_text
 from helpers.store.index_db import write_transaction
 from helpers.text.chunking import CHUNK_SCHEME
 
-__all__ = [  # the write side lives in rag_sync_write; these names stay importable from here
+# The write side lives in helpers.index.document_write; these names stay importable from here.
+__all__ = [
     "DocumentContent",
     "JobCancelled",
     "RAGIGNORE_NAME",
@@ -223,7 +224,7 @@ def sync_files(
     candidates = plan.candidates
     hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
     check_cancel_now = immediate_cancel_check(observer)
-    group = WriteGroup(conn, observer)  # small documents share a transaction (rag_sync_group)
+    group = WriteGroup(conn, observer)  # small documents share a transaction (group_write)
     try:
         for number, entry in enumerate(candidates):
             group.before_file(entry)

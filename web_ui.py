@@ -85,8 +85,8 @@ ERROR_STATUS: tuple[tuple[type[RagError], HTTPStatus], ...] = (
     (DiskFull, HTTPStatus.INSUFFICIENT_STORAGE),
     (ConfigError, HTTPStatus.SERVICE_UNAVAILABLE),
 )
-# A writer holds the index lock for one batch of a big document (~1 s; the longest measured wait
-# was 3.4 s, rag_sync_write), so a few seconds later the lock is usually free again.
+# A writer holds the index lock for one batch of a big document (~1 s,
+# helpers.index.document_write), so a few seconds later the lock is usually free again.
 INDEX_BUSY_RETRY_AFTER_S = 5
 
 log = logging.getLogger("ragdoc.console")

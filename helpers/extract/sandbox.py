@@ -53,11 +53,11 @@ POLL_S = 0.2  # how often a waiting parent checks for cancel
 PREFETCH_BUFFER_BYTES = 16 * 1024**2
 READ_BYTES = 1 << 16
 # Files the child may be asked for ahead of the one being read: with one, a big manual after a
-# small one left the worker waiting 16 s of 55 on the bench set (the write of the small file
-# ended long before the read of the big one); a few even out the sizes. Small documents are
-# written in groups (rag_sync_group: up to 0.5 s of files per transaction): with 4 ahead the
-# child idled through each group write, with 32 it keeps reading (python3.11-doc RST through
-# the child: 7.3 s -> 5.6 s). Memory stays bounded by the pump's buffer, not by this count.
+# small one leaves the worker waiting (the write of the small file ends long before the read of
+# the big one); a few even out the sizes. Small documents are written in groups
+# (helpers.index.group_write, up to GROUP_MAX_S of files per transaction): the read-ahead must
+# outlast a group write so the child keeps reading through it (bench/RESULTS.md "Issue 16 on
+# the merged tree, third session"). Memory stays bounded by the pump's buffer, not by this count.
 PREFETCH_FILES = 32
 
 

@@ -2,12 +2,11 @@
 
 Every commit writes into the WAL each page it touched (the FTS5 segment it flushed, the right
 edges of the b-trees), then into the file at a checkpoint: with a commit per document a first
-sync wrote 1.75x the bytes of one in groups, 4.5x those of one transaction (bench/RESULTS.md,
-"Small documents in one transaction"). The sync loop hands its writes to a
-WriteGroup, which keeps the documents that fit in one transaction (rag_sync_write's
-SINGLE_TRANSACTION_CHUNKS) in memory and writes up to GROUP_CHUNKS rows of them, or what is
-there after GROUP_MAX_S, in one transaction. Reading stays outside it: the write lock is held
-only while rows are written, as before.
+sync writes several times the bytes of one in groups (bench/RESULTS.md, "Small documents in
+one transaction"). The sync loop hands its writes to a WriteGroup, which keeps the documents
+that fit in one transaction (helpers.index.document_write.SINGLE_TRANSACTION_CHUNKS) in memory
+and writes up to GROUP_CHUNKS rows of them, or what is there after GROUP_MAX_S, in one
+transaction. Reading stays outside it: the write lock is held only while rows are written.
 
 A group is atomic like a document: a killed worker or a failed write leaves none of it (the next
 sync writes its files again), and a cancel drops it unwritten. Each file's outcome (counts,
@@ -85,7 +84,7 @@ class WriteGroup:
         self._started = 0.0
         self.commits = 0  # group transactions written (tests, benches)
 
-    # -- the writes of rag_sync_write, deferred when they fit ----------------------------------
+    # -- the writes of helpers.index.document_write, deferred when they fit ---------------------
     def write_document(self, entry: FileEntry, sha256: str, content: DocumentContent) -> None:
         rows = sum(len(s.children) for s in content.sections) + self._old_rows(entry)
         if rows > SINGLE_TRANSACTION_CHUNKS:  # staged in batches of its own

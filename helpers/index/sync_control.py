@@ -151,8 +151,8 @@ def _start_sync(config: Config, scope: str) -> JobView:
 def make_watcher(
     config: Config, *, polling: bool | None = None, initial_sync: bool = True
 ) -> watch.FolderWatcher:
-    """Watch mode (rag_watch) starting syncs through start_sync: the one-writer rule and the
-    worker start stay here. Refused on a read-only setup, like sync_kb."""
+    """Watch mode (helpers.index.watch) starting syncs through start_sync: the one-writer rule
+    and the worker start stay here. Refused on a read-only setup, like sync_kb."""
     require_config(config)
     if reason := read_only_reason(config):
         raise errors.ReadOnlyDataDir(

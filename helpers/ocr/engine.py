@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# eng first: `tha+rus+eng` scored 0.68 against 0.98 on a mixed page (stack-facts.md).
+# eng first: other orders read a mixed page much worse (stack-facts.md, OCR).
 DEFAULT_LANGS = "eng+tha+rus"
 DEFAULT_PAGE_TIMEOUT_S = 120.0  # a 300-dpi page takes ~4-5 s; 120 s only stops a stuck engine
 DEFAULT_VLM_TIMEOUT_S = 60.0  # one page through a local vision model; slower means it is stuck

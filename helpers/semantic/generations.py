@@ -1,7 +1,7 @@
 """Semantic channel: build vector generations from the chunks, query them, report health.
 
 No ML import here: embedding happens in `semantic_worker.py`, a subprocess driven through
-`rag_semantic_client.SemanticWorker` (re-exported here with its errors). A generation becomes
+`helpers.semantic.client.SemanticWorker` (re-exported here with its errors). A generation becomes
 visible (ready = 1) only when every vector is written, so a cancelled, failed or killed build
 never changes what search sees.
 """

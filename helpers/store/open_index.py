@@ -132,7 +132,8 @@ def require_config(config: Config) -> None:
 
 # -- connections -------------------------------------------------------------------------------
 def open_read_only(config: Config) -> sqlite3.Connection:
-    """A connection that never writes (rag_db.connect_read_only) with the configured timeout."""
+    """A connection that never writes (helpers.store.read_only.connect_read_only) with the
+    configured timeout."""
     return connect_read_only(config.db_path, busy_timeout_ms=config.busy_timeout_ms)
 
 
