@@ -65,7 +65,7 @@ from helpers.secrets import (
 from helpers.skips import ERROR_REASONS, FileSkipped, SkipReason, SkipRecord, SkipTally
 from helpers.store import skipped_files
 from helpers.store.codec import section_text
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 from helpers.text.chunking import CHUNK_SCHEME
 
 # The write side lives in helpers.index.document_write; these names stay importable from here.

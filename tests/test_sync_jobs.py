@@ -166,7 +166,7 @@ def test_killed_worker_is_reported_failed_and_the_next_sync_converges(
 def _start_sync_in_subprocess(config: Config) -> subprocess.Popen[str]:
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]);"
-        "import rag_service; from rag_config import Config;"
+        "import rag_service; from helpers.config import Config;"
         "print(json.dumps(rag_service.start_sync(Config.from_json(sys.argv[2])).to_dict()))"
     )
     return subprocess.Popen(

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from helpers.index.pacing import paced_write
 from helpers.lexical.common import hidden_document_ids
 from helpers.store.batched import in_batches
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 
 # Chunk rows deleted per transaction: as document_write.SINGLE_TRANSACTION_CHUNKS, ~1 s of
 # write lock at most (0.3-0.7 ms per chunk row with its FTS entries, bench/faults/big_doc_lock.py).

@@ -12,7 +12,7 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 
 # A gap between two write transactions: SQLite's busy handler retries a waiting writer at most
 # every 100 ms, so without a gap this long the next batch would take the lock again before a
@@ -51,7 +51,7 @@ PACER = WritePacer()  # one per process: the worker is the index's only document
 
 @contextlib.contextmanager
 def paced_write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """helpers.store.index_db.write_transaction after the pacer's gap (when one is due)."""
+    """helpers.store.connection.write_transaction after the pacer's gap (when one is due)."""
     PACER.before_lock()
     try:
         with write_transaction(conn):

@@ -25,7 +25,7 @@ from helpers.errors import (
 from helpers.index import watch
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from helpers.store import job_rows
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 from helpers.store.job_rows import JobView
 from helpers.store.open_index import (
     read_conn,

@@ -40,7 +40,7 @@ from helpers.semantic.model import (
     hf_hub_cache_root,
     load_model_info,
 )
-from helpers.store import index_db
+from helpers.store import connection
 from helpers.store.batched import rows_in
 from helpers.store.codec import text_digest
 
@@ -222,7 +222,7 @@ def build_generation(
     info = _model_info(model_dir, cache_dir)
     chunk_ids, hashes = _chunk_keys(conn)
     current = latest_ready_generation(conn)
-    with index_db.write_transaction(conn):  # leftovers of builds that crashed or were killed
+    with connection.write_transaction(conn):  # leftovers of builds that crashed or were killed
         conn.execute(
             "DELETE FROM semantic_blocks WHERE generation_id IN "
             "(SELECT id FROM semantic_generations WHERE ready = 0)"
@@ -241,7 +241,7 @@ def build_generation(
         vectors = np.zeros((len(chunk_ids), info.dim), dtype=np.float16)
         found = np.zeros(len(chunk_ids), dtype=bool)
     pending, copies = _unique_pending(found, hashes)
-    with index_db.write_transaction(conn):
+    with connection.write_transaction(conn):
         generation = conn.execute(
             "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
             "created_at) VALUES (?, ?, ?, 0, 0, ?)",
@@ -338,7 +338,7 @@ def _unique_pending(
 
 def _publish(conn: sqlite3.Connection, generation: int, count: int) -> None:
     """Make the generation visible and drop every other one, in one transaction."""
-    with index_db.write_transaction(conn):
+    with connection.write_transaction(conn):
         conn.execute(
             "UPDATE semantic_generations SET ready = 1, vector_count = ?, finished_at = ? "
             "WHERE id = ?",
@@ -371,7 +371,7 @@ class _BlockWriter:
             end = min(start + vector_pack.BLOCK_SIZE, total)
             if start >= total or end > ready_before:
                 return
-            with index_db.write_transaction(self.conn):
+            with connection.write_transaction(self.conn):
                 self.conn.execute(
                     "INSERT INTO semantic_blocks(generation_id, block_no, count, chunk_ids, "
                     "text_hashes, vectors) VALUES (?, ?, ?, ?, ?, ?)",
@@ -405,7 +405,7 @@ def _discard(conn: sqlite3.Connection, generation: int) -> None:
     try:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        with index_db.write_transaction(conn):
+        with connection.write_transaction(conn):
             conn.execute("DELETE FROM semantic_blocks WHERE generation_id = ?", (generation,))
             conn.execute(
                 "DELETE FROM semantic_generations WHERE id = ? AND ready = 0", (generation,)
@@ -484,7 +484,7 @@ def query(
         info, generation = state.model, state.generation
     else:
         info = _model_info(model_dir, cache_dir)
-        conn = index_db.connect(Path(db_path), readonly=True)
+        conn = connection.connect(Path(db_path), readonly=True)
         try:
             generation = latest_ready_generation(conn)
         finally:
