@@ -1,7 +1,7 @@
 """Connections that write the index: settings every writer shares, and the one write transaction.
 
 Below both the migrations and their backfills (which take the write lock batch by batch), so
-neither imports the other's module to open a transaction; index_db is the face callers use.
+neither imports the other's module to open a transaction; index_db re-exports both names.
 """
 
 from __future__ import annotations
