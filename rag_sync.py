@@ -1,9 +1,9 @@
 """The lexical index lifecycle: plan the changes, extract and write each document atomically.
 
 Every document becomes visible in one BEGIN IMMEDIATE transaction (old rows out, new rows in; a
-big one is staged in short batches first, see rag_sync_write), so a cancel or a killed worker
-never leaves a half-written document and searches keep working throughout (WAL). The caller
-(sync_job_worker) supplies progress and cancel through `SyncObserver`.
+big one is staged in short batches first, see helpers.index.document_write), so a cancel or a
+killed worker never leaves a half-written document and searches keep working throughout (WAL).
+The caller (sync_job_worker) supplies progress and cancel through `SyncObserver`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from helpers.extract.blocks import (
     ExtractionError,
     ExtractLimits,
 )
-from helpers.extract.document import read_document
+from helpers.extract.document import build_document_text
 from helpers.extract.failures import extraction_failure
+from helpers.extract.formats import IN_PROCESS_SUFFIXES
 from helpers.extract.registry import format_of
 from helpers.extract.sandbox import PREFETCH_FILES, SandboxedExtractor
 from helpers.index.discard import (
@@ -64,10 +65,11 @@ from helpers.secrets import (
 from helpers.skips import ERROR_REASONS, FileSkipped, SkipReason, SkipRecord, SkipTally
 from helpers.store import skipped_files
 from helpers.store.codec import section_text
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 from helpers.text.chunking import CHUNK_SCHEME
 
-__all__ = [  # the write side lives in rag_sync_write; these names stay importable from here
+# The write side lives in helpers.index.document_write; these names stay importable from here.
+__all__ = [
     "DocumentContent",
     "JobCancelled",
     "RAGIGNORE_NAME",
@@ -79,30 +81,12 @@ __all__ = [  # the write side lives in rag_sync_write; these names stay importab
 ]
 
 HASH_BLOCK_BYTES = 1024 * 1024  # streaming sha256: constant memory for any file size
-# Text formats read by our own streaming code (bounded memory, no C library to hang) stay in the
-# worker when small: below ~4 KB the round trip costs more than moving their chunking to the
-# child's core saves (bench_sync.py: 2,000 files of 3.2 KB 2.80 s in process, 3.04 s through the
-# child). Bigger ones go to the child with the read-ahead, so their chunking runs beside the
-# worker's writes (python3.11-doc RST, 10.8 MB: 7.8 s -> 5.6-6.1 s, 6.6x -> 4.6-4.7x the bare
-# FTS5 insert, idle 2-core box). Everything else always goes to the sandbox.
+# Formats the worker may read itself (helpers.extract.formats IN_PROCESS_SUFFIXES: our own
+# streaming code) stay in the worker when small: below this the round trip costs more than
+# moving their chunking to the child's core saves. Bigger ones go to the child with the
+# read-ahead, so their chunking runs beside the worker's writes (bench/RESULTS.md "Issue 16 on
+# the merged tree, third session"). Everything else always goes to the sandbox.
 CHILD_TEXT_MIN_BYTES = 4 * 1024
-IN_PROCESS_SUFFIXES = frozenset(
-    {
-        ".txt",
-        ".text",
-        ".log",
-        ".md",
-        ".markdown",
-        ".rst",
-        ".csv",
-        ".tsv",
-        ".yaml",
-        ".yml",
-        ".html",
-        ".htm",
-    }
-)
-IN_PROCESS_SUFFIXES |= extractors.PURE_TEXT_SUFFIXES  # code, LaTeX, AsciiDoc, Org
 COUNT_KEYS = (
     "added",
     "updated",
@@ -185,10 +169,10 @@ def extract_document(
 
     try:
         if sandbox is not None and _sandboxed(entry):
-            doc = sandbox.read_document(entry.abs_path, observer.check_cancel, on_pages)
+            doc = sandbox.extract_document(entry.abs_path, observer.check_cancel, on_pages)
         else:
             source = extract(entry.abs_path, replace(ctx, on_progress=on_pages))
-            doc = read_document(source, ctx.limits.max_text_chars, observer.check_cancel)
+            doc = build_document_text(source, ctx.limits.max_text_chars, observer.check_cancel)
     except (ExtractionError, FileSkipped):
         raise
     except Exception as exc:  # noqa: BLE001 - a library bug on a hostile file must not stop the job
@@ -240,7 +224,7 @@ def sync_files(
     candidates = plan.candidates
     hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
     check_cancel_now = immediate_cancel_check(observer)
-    group = WriteGroup(conn, observer)  # small documents share a transaction (rag_sync_group)
+    group = WriteGroup(conn, observer)  # small documents share a transaction (group_write)
     try:
         for number, entry in enumerate(candidates):
             group.before_file(entry)

@@ -5,7 +5,7 @@ ours only helpers/ (tests/test_architecture.py checks both).
                               [--preload-passages]
 
 JSON lines: one request per stdin line, one response per stdout line; logs go to stderr. Ops:
-info, embed, count_tokens, search, quit (`rag_semantic_client.SemanticWorker` is the client).
+info, embed, count_tokens, search, quit (`helpers.semantic.client.SemanticWorker` is the client).
 Every failure is answered with {"ok": false, "error": ..., "hint": ...}, never a traceback.
 The ONNX sessions start loading when the process starts, before the first request arrives
 (with --preload-passages the passage tokenizer too: a sync spawns its build worker ahead).
@@ -15,7 +15,6 @@ neither is needed, both are rebuilt when missing.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import importlib.util
@@ -50,16 +49,16 @@ from helpers.semantic.requests import (
     search_args,
     serve,
 )
+from helpers.semantic.worker_args import parse_worker_args
 
 log = logging.getLogger("semantic_worker")
 
-DEFAULT_THREADS = 2  # the target machines have 2 cores; the server keeps working meanwhile
 # XLM-R / fairseq id layout: SentencePiece id + 1, SentencePiece <unk> (0) -> 3.
 BOS_ID, PAD_ID, EOS_ID, UNK_ID = 0, 1, 2, 3
 FAIRSEQ_OFFSET = 1
-# onnxruntime 1.32's SkipLayerNormalization CPU kernel takes 2.1 ms where Add + Add +
-# LayerNormalization take 0.5 ms (8 x 100 x 384 floats); the fusion cost the e5-small encoder
-# 30 % of its time (40 vs 58 texts per CPU second). Every other default fusion is kept.
+# onnxruntime 1.32's SkipLayerNormalization CPU kernel is slower than the Add + Add +
+# LayerNormalization it replaces, so the fusion slows the encoder (bench/RESULTS.md "Semantic
+# phase vs a bare onnxruntime session"). Every other default fusion is kept.
 DISABLED_OPTIMIZERS = ["SkipLayerNormFusion"]
 # Cosine scorer: Cast(float16 -> float32) + MatMul, 3x faster than numpy's astype + matmul
 # (14 vs 80 ms per 100k x 384 on 2 threads). Serialized with onnx.helper (opset 17, ir 8) so the
@@ -69,8 +68,8 @@ SCORER_ONNX = base64.b64decode(
     "X2YzMgoFcXVlcnkSBnNjb3JlcyIGTWF0TXVsEg1jb3NpbmVfc2NvcmVzWh0KB3ZlY3RvcnMSEgoQCAoSDAoDEgFuCgUS"
     "A2RpbVoaCgVxdWVyeRIRCg8IARILCgUSA2RpbQoCCAFiGQoGc2NvcmVzEg8KDQgBEgkKAxIBbgoCCAFCBAoAEBE="
 )
-# Idle onnxruntime threads sleep instead of spinning: on a busy 2-core machine spinning burned
-# 65 % more CPU for the same batches (3.1 vs 1.9 CPU s) and starved the processes beside it.
+# Idle onnxruntime threads sleep instead of spinning: on a busy 2-core machine spinning burns
+# CPU for the same batches and starves the processes beside it.
 ALLOW_SPINNING = "0"
 SUBSET_INDEX = "spm-subset-v1-{sha}.npz"  # under --cache-dir, per tokenizer file content
 UNIGRAM, NORMAL_PIECE = 1, 1  # TrainerSpec.model_type and SentencePiece.Type values
@@ -243,9 +242,8 @@ def load_sessions(info: ModelInfo, threads: int) -> tuple[Any, Any]:
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
     # The arena reuses buffers between batches. With batches capped at 1,024 tokens it also
-    # lowers peak RSS (360 vs 440-470 MiB for 100-token texts; 500-530 vs 490-500 MiB for
-    # 512-token texts) and saves the page faults of fresh buffers (sys 0.05 vs 0.7 s per 32
-    # texts of 512 tokens).
+    # lowers peak RSS and saves the page faults of fresh buffers (bench/RESULTS.md "Semantic
+    # phase vs a bare onnxruntime session").
     options.enable_cpu_mem_arena = True
     options.log_severity_level = 3
     session = _encoder_session(ort, options, info)
@@ -558,24 +556,7 @@ class Worker:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", required=True, type=Path)
-    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS)
-    parser.add_argument(
-        "--idle-seconds", type=float, default=None, help="warm mode: exit when idle"
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        default=None,
-        help="cache folder: model hashes, query tokenizer index",
-    )
-    parser.add_argument(
-        "--preload-passages",
-        action="store_true",
-        help="a build worker: load the passage tokenizer before the first request arrives",
-    )
-    args = parser.parse_args(argv)
+    args = parse_worker_args(argv, __doc__.splitlines()[0])
     logging.basicConfig(
         stream=sys.stderr,
         level=logging.INFO,
@@ -585,16 +566,15 @@ def main(argv: list[str] | None = None) -> int:
     protocol_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    idle = args.idle_seconds if args.idle_seconds and args.idle_seconds > 0 else None
     worker = Worker(
         args.model_dir,
-        max(1, args.threads),
+        args.threads,
         args.cache_dir,
-        warm=idle is not None,
+        warm=args.idle_seconds is not None,
         passages=args.preload_passages,
     )
     worker.preload()
-    return serve(worker, LineReader(sys.stdin.fileno()), protocol_out, idle)
+    return serve(worker, LineReader(sys.stdin.fileno()), protocol_out, args.idle_seconds)
 
 
 if __name__ == "__main__":

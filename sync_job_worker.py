@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING
 from helpers.config import Config
 from helpers.errors import RagError
 from helpers.index.document_write import FileProgress
-from helpers.store import backfill, job_rows
-from helpers.store.index_db import connect, open_index, write_transaction
+from helpers.store import job_rows
+from helpers.store.index_db import connect, open_index, run_backfills, write_transaction
 from rag_sync import RAGIGNORE_NAME, JobCancelled, extraction_tools, sync_excludes, sync_files
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class JobReporter:
 
     def on_file_done(self, rel_path: str, outcome: str, size: int, error: str | None) -> None:
         """Called when the file's rows are committed: for a file written with others
-        (rag_sync_group) that may be while a later file is being read."""
+        (helpers.index.group_write) that may be while a later file is being read."""
         with self._lock:
             self.progress.completed_files += 1
             self.progress.done_bytes += size
@@ -278,8 +278,8 @@ def _finish(conn, job_id: str, state: str, message: str | None) -> None:  # type
 def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
     """Run one queued job to its end. `handle_sigterm=False` when a host runs it in its own
     process (rag_service.sync_kb_blocking): its signal handlers stay its own."""
-    # The worker keeps rag_db's long busy timeout whatever --busy-timeout-s says: that setting
-    # bounds how long a tool call waits; a sync must wait out a foreign lock, not fail.
+    # The worker keeps index_db's long busy timeout whatever --busy-timeout-s says: that
+    # setting bounds how long a tool call waits; a sync must wait out a foreign lock, not fail.
     conn = open_index(config.db_path)
     lock_fd = job_rows.acquire_worker_lock(config.lock_path)
     if lock_fd is None:
@@ -300,7 +300,7 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
         prewarm = _semantic_prewarm(conn, config)
         # An upgraded index rebuilds its trigram rows (schema 8) and compacts its rows (schema 9)
         # in batches: the worker owns the rest, a budget at a time with a cancel check between.
-        while backfill.run_backfills(conn, bounded=True):
+        while run_backfills(conn, bounded=True):
             reporter.check_cancel()
         excludes = sync_excludes(config)
         for problem in excludes.problems:
@@ -348,7 +348,7 @@ def failure_message(exc: Exception) -> str:
 
 def _semantic_prewarm(conn: sqlite3.Connection, config: Config) -> WorkerPrewarm | None:
     """The semantic phase's worker, spawned ahead so its model loads during the lexical phase
-    (rag_semantic_prewarm); None when semantic search is off or no model is usable."""
+    (helpers.semantic.prewarm); None when semantic search is off or no model is usable."""
     if not config.semantic:
         return None
     from helpers.semantic import prewarm as semantic_prewarm

@@ -37,6 +37,7 @@ from helpers.errors import (
     RagError,
     ReadOnlyDataDir,
 )
+from helpers.extract.formats import Format, format_for
 from helpers.web import guard as web_guard
 from helpers.web.guard import LOOPBACK_HOST
 
@@ -74,40 +75,6 @@ SSE_MAX_S = 600.0  # one stream's life; EventSource reconnects by itself
 IDLE_TIMEOUT_S = 120.0  # an idle keep-alive connection gives its thread back after this
 COPY_CHUNK = 256 * 1024
 UTF8_PROBE_BYTES = 1 << 20  # decide "charset=utf-8" for text originals from the first MiB
-# Text formats are shown as plain text (browsers download text/markdown or text/csv instead of
-# showing them, and plain text is never interpreted); the others keep their registered type.
-TEXT_SUFFIXES = frozenset(
-    {".txt", ".text", ".log", ".md", ".markdown", ".rst", ".csv", ".tsv", ".json", ".ipynb"}
-    | {".yaml", ".yml"}
-)
-ORIGINAL_TYPES = {
-    ".pdf": "application/pdf",
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".webp": "image/webp",
-    ".bmp": "image/bmp",
-    ".tif": "image/tiff",
-    ".tiff": "image/tiff",
-    ".html": "text/html; charset=utf-8",
-    ".htm": "text/html; charset=utf-8",
-    ".xhtml": "application/xhtml+xml",
-    ".doc": "application/msword",
-    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ".xls": "application/vnd.ms-excel",
-    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    ".xlsm": "application/vnd.ms-excel.sheet.macroEnabled.12",
-    ".ppt": "application/vnd.ms-powerpoint",
-    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-    ".odt": "application/vnd.oasis.opendocument.text",
-    ".ods": "application/vnd.oasis.opendocument.spreadsheet",
-    ".odp": "application/vnd.oasis.opendocument.presentation",
-    ".epub": "application/epub+zip",
-}
-SHOWN_INLINE = (
-    frozenset({".pdf", ".png", ".jpg", ".jpeg", ".webp", ".bmp", ".html", ".htm", ".xhtml"})
-    | TEXT_SUFFIXES
-)
 ERROR_STATUS: tuple[tuple[type[RagError], HTTPStatus], ...] = (
     (InvalidArgument, HTTPStatus.BAD_REQUEST),
     (NotFound, HTTPStatus.NOT_FOUND),
@@ -118,8 +85,8 @@ ERROR_STATUS: tuple[tuple[type[RagError], HTTPStatus], ...] = (
     (DiskFull, HTTPStatus.INSUFFICIENT_STORAGE),
     (ConfigError, HTTPStatus.SERVICE_UNAVAILABLE),
 )
-# A writer holds the index lock for one batch of a big document (~1 s; the longest measured wait
-# was 3.4 s, rag_sync_write), so a few seconds later the lock is usually free again.
+# A writer holds the index lock for one batch of a big document (~1 s,
+# helpers.index.document_write), so a few seconds later the lock is usually free again.
 INDEX_BUSY_RETRY_AFTER_S = 5
 
 log = logging.getLogger("ragdoc.console")
@@ -492,10 +459,10 @@ class ConsoleHandler(BaseHTTPRequestHandler):
     def api_open_file(self, params: dict[str, list[str]]) -> None:
         opened = rag_service.open_original(self.server.config, _str(params, "path"))
         with opened as (handle, real, size):
-            suffix = real.suffix.lower()
-            ctype = self._original_type(suffix, handle)
-            self._csp = CSP if suffix == ".pdf" else ORIGINAL_CSP
-            disposition = "inline" if suffix in SHOWN_INLINE else "attachment"
+            fmt = format_for(real)
+            ctype = self._original_type(fmt, handle)
+            self._csp = CSP if real.suffix.lower() == ".pdf" else ORIGINAL_CSP
+            disposition = "inline" if fmt is not None and fmt.inline else "attachment"
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(size))
@@ -508,9 +475,13 @@ class ConsoleHandler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
 
     @staticmethod
-    def _original_type(suffix: str, handle: Any) -> str:
-        if suffix not in TEXT_SUFFIXES:
-            return ORIGINAL_TYPES.get(suffix, "application/octet-stream")
+    def _original_type(fmt: Format | None, handle: Any) -> str:
+        """The format's registered type (HTML as UTF-8); plain text for a format shown as
+        text, with charset=utf-8 when the start of the file decodes as UTF-8."""
+        if fmt is None or not fmt.shown_as_text:
+            if fmt is None or not fmt.mime:
+                return "application/octet-stream"
+            return f"{fmt.mime}; charset=utf-8" if fmt.mime == "text/html" else fmt.mime
         probe = handle.read(UTF8_PROBE_BYTES)
         handle.seek(0)
         try:

@@ -53,7 +53,7 @@ def main() -> None:
         conn = index_db.open_index(db)
         wall = time.perf_counter() - start
         opened = len(seconds)
-        while backfill.run_backfills(conn, bounded=True):  # what the sync worker runs
+        while index_db.run_backfills(conn, bounded=True):  # what the sync worker runs
             pass
         finished = time.perf_counter() - start
         index_db.write_transaction = real

@@ -163,7 +163,6 @@ STRUCTURE_NAMES = (
     "outline",
     "page_labels",
     "section_starts",
-    "_repeated_edge_lines",
     "clean_page_text",
     "_split_sections",
     "_has_drawn_content",
@@ -190,12 +189,12 @@ def split(paths: list[Path], work: Path) -> dict[str, float]:
     children = children_cpu()
     sandbox = SandboxedExtractor(limits, None)
     for path in paths:
-        if hasattr(sandbox, "read_document"):
-            sandbox.read_document(path, lambda: None)
+        if hasattr(sandbox, "extract_document"):
+            sandbox.extract_document(path, lambda: None)
         else:
             list(sandbox.extract(path, lambda: None))
     sandbox.close()
-    label = "document (extract + chunk)" if hasattr(sandbox, "read_document") else "blocks"
+    label = "document (extract + chunk)" if hasattr(sandbox, "extract_document") else "blocks"
     out[f"sandbox child: all files, {label}"] = children_cpu() - children
 
     timers = Timers()

@@ -2,7 +2,7 @@
 
 Each stage runs alone over every file of the folder, in the order of the worker's pipeline,
 in this process: the format reader's blocks; cleaning and secret redaction
-(helpers.extract.document.read_document without its chunker); the chunker
+(helpers.extract.document.build_document_text without its chunker); the chunker
 (helpers.text.chunking.build_sections); the hub score of every section and the matching form of
 every child (both computed again inside the write, counted here on their own); the SQLite write
 of every document into a fresh index (rag_sync_write.write_document, hub scores and matching
@@ -71,13 +71,13 @@ def cpu_split(folder: Path, work: Path) -> dict[str, float]:
     try:
         for blocks in blocks_of:
             try:
-                head = document.read_document(iter(blocks), limits.max_text_chars, _no_cancel)
+                head = document.build_document_text(iter(blocks), limits.max_text_chars, _no_cancel)
                 heads.append(head)
             except MostlySecret:
                 heads.append(None)
     finally:
         document.build_sections = original
-    out["clean + redact (read_document without chunking)"] = time.process_time() - start
+    out["clean + redact (build_document_text without chunking)"] = time.process_time() - start
     del blocks_of
 
     start = time.process_time()

@@ -65,7 +65,7 @@ class Config:
     knowledge_dir_given: bool = True  # False: no --knowledge-dir, a config problem (not demo)
     # gitignore-style globs left out of the index, beside <knowledge-dir>/.ragignore
     excludes: tuple[str, ...] = ()
-    watch: bool = False  # MCP server / console: sync on file changes (rag_watch)
+    watch: bool = False  # MCP server / console: sync on file changes (helpers.index.watch)
     watch_polling: bool = False  # watchfiles' polling mode instead of inotify (network shares)
 
     @property

@@ -21,6 +21,7 @@ from helpers.results import DISK, HEALTH, LAST_JOB
 from helpers.secrets import DETECTOR_VERSION
 from helpers.store import job_rows, skipped_files
 from helpers.store.backfill import trigram_backfill_left
+from helpers.store.batched import rows_in
 from helpers.store.index_db import schema_version
 from helpers.store.open_index import (
     check_config,
@@ -30,7 +31,6 @@ from helpers.store.open_index import (
 )
 from helpers.text.chunking import CHUNK_SCHEME
 
-SEMANTIC_CACHE = "cache"  # model-hash cache under the data dir (hashing 118 MB each call is slow)
 # Below this much free space on the data dir, rag_health warns: indexing a few hundred documents
 # can take that much (index + WAL), and a full disk fails the sync.
 LOW_FREE_SPACE_BYTES = 256 * 1024 * 1024
@@ -43,7 +43,7 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
     """off / unavailable / not_built / outdated / ready, with the fix, model and vector count."""
     from helpers.semantic import model as semantic_model
 
-    cache_dir = config.data_dir / SEMANTIC_CACHE
+    cache_dir = config.data_dir / semantic_model.CACHE_SUBDIR
     availability = semantic_model.check_availability(
         config.semantic_model_dir, enabled=config.semantic, cache_dir=cache_dir
     )
@@ -64,7 +64,7 @@ def semantic_state(config: Config, conn: sqlite3.Connection | None = None) -> di
         return light
     from helpers.semantic import generations
 
-    state = generations.semantic_state(
+    state = generations.generation_state(
         conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
     )
     return {
@@ -244,16 +244,14 @@ def _fill_index_stats(conn: sqlite3.Connection, config: Config, report: dict[str
     }
     report["documents"] = {"total": sum(by_status.values()), **by_status}
     staging = hidden_document_ids(conn)
-    marks = ",".join("?" * len(staging))
     for key, table_sql in (
         ("sections", "SELECT COUNT(*) FROM sections"),
         ("chunks", "SELECT COUNT(*) FROM chunks"),
     ):
         report[key] = conn.execute(table_sql).fetchone()[0]
-        if staging:  # usually none; the document_id index answers this
-            report[key] -= conn.execute(
-                f"{table_sql} WHERE document_id IN ({marks})", staging
-            ).fetchone()[0]
+        # usually no staging document; the document_id index answers this
+        in_staging = table_sql + " WHERE document_id IN ({marks})"
+        report[key] -= sum(row[0] for row in rows_in(conn, in_staging, staging))
     report["needs_reindex_documents"] = conn.execute(
         f"SELECT COUNT(*) FROM documents WHERE chunk_scheme != ? AND {NOT_STAGING}",
         (CHUNK_SCHEME, *STAGING_RANGE),

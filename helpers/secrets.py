@@ -203,9 +203,9 @@ _URL_AUTH = re.compile(
     r"\b[A-Za-z][A-Za-z0-9+.\-]{1,15}://([^\s:/@?#\"'<>\[\]]{1,64}):([^\s/@\"'<>]{3,128})@"
     r"([^\s/:?#\"'<>]*)"
 )
-# One pass of this plain alternation is what clean text costs (34 M chars/s here; capturing
-# groups to say which branch matched made it 18x slower); each hit is then matched against the
-# anchors that start with its first character.
+# One pass of this plain alternation is what clean text costs (no capturing groups: saying which
+# branch matched makes the scan many times slower, bench/RESULTS.md "Secret detector cost");
+# each hit is then matched against the anchors that start with its first character.
 _KEY_ANCHOR = r"PRIVATE KEY|PuTTY-User-Key-File-"
 _URL_ANCHOR = r"://"
 _ANCHORS = re.compile(

@@ -192,7 +192,7 @@ def undo_migration_8(conn: sqlite3.Connection) -> None:
     """An index as schema 7 left it: chunks.norm a stored copy of fold(text), chunks_fts a
     plain trigram table over the folded title, path and chunk text, one copy of each per chunk,
     written by the sync (no triggers)."""
-    from helpers.store import index_db
+    from helpers.store import index_db, migrations
     from helpers.text.normalize import fold
 
     undo_migration_9(conn)
@@ -204,7 +204,7 @@ def undo_migration_8(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = ''")
     conn.execute("ALTER TABLE chunks DROP COLUMN norm")
     conn.execute("ALTER TABLE chunks RENAME COLUMN norm_stored TO norm")
-    for statement in index_db._split_statements(index_db._MIGRATIONS[2]):
+    for statement in index_db._split_statements(migrations.MIGRATIONS[1].sql):
         if statement.startswith("CREATE TRIGGER IF NOT EXISTS chunks_"):
             conn.execute(statement)
     conn.execute(

@@ -36,7 +36,7 @@ FACE_EXTRAS: dict[str, tuple[str, ...]] = {
     ),
     "rag_resources": ("helpers.web.mcp_models",),
     "main": ("web_ui", "helpers.web.guard"),
-    "web_ui": ("helpers.web.guard",),
+    "web_ui": ("helpers.web.guard", "helpers.extract.formats"),  # originals served by format
     "rag_eval": ("helpers.eval",),
 }
 # Who may import each top-level module below the faces (the layers, top to bottom).

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, TextBlock
-from helpers.extract.registry import PURE_TEXT_SUFFIXES, SUPPORTED_SUFFIXES, extractor_for
+from helpers.extract.formats import IN_PROCESS_SUFFIXES
+from helpers.extract.registry import SUPPORTED_SUFFIXES, extractor_for
 from helpers.safety import rel_path_problem
 
 LATEX = r"""\documentclass[11pt]{article}
@@ -223,8 +224,8 @@ def test_listed_code_and_config_suffixes_are_registered_and_read_in_process():
     listed = ".py .js .ts .go .rs .java .c .h .cpp .hpp .cs .rb .php .sh .bash .sql .toml .ini"
     listed += " .cfg .conf .properties .kt .swift .scala .lua .pl .r .tex .adoc .asciidoc .org"
     for suffix in listed.split():
-        assert suffix in SUPPORTED_SUFFIXES and suffix in PURE_TEXT_SUFFIXES, suffix
-    assert ".xml" in SUPPORTED_SUFFIXES and ".xml" not in PURE_TEXT_SUFFIXES  # expat: sandboxed
+        assert suffix in SUPPORTED_SUFFIXES and suffix in IN_PROCESS_SUFFIXES, suffix
+    assert ".xml" in SUPPORTED_SUFFIXES and ".xml" not in IN_PROCESS_SUFFIXES  # expat: sandboxed
 
 
 def test_sensitive_config_names_stay_refused():

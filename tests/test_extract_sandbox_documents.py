@@ -18,9 +18,9 @@ import rag_sync
 from helpers.extract.blocks import ExtractContext, ExtractionError, ExtractLimits, Location
 from helpers.extract.document import (
     DocumentText,
+    build_document_text,
     decode_document,
     encode_document,
-    read_document,
 )
 from helpers.extract.registry import extractor_for
 from helpers.extract.sandbox import SandboxedExtractor
@@ -39,7 +39,8 @@ def no_cancel() -> None:
 def in_process(path: Path):
     extract = extractor_for(path)
     assert extract is not None
-    return read_document(extract(path, ExtractContext()), ExtractLimits().max_text_chars, no_cancel)
+    blocks = extract(path, ExtractContext())
+    return build_document_text(blocks, ExtractLimits().max_text_chars, no_cancel)
 
 
 @pytest.fixture
@@ -54,7 +55,7 @@ def test_a_document_from_the_child_equals_the_one_read_in_process(
 ):
     path = write_structured_pdf(tmp_path / "m.pdf", manual_pages(), BOOKMARKS, LABELS)
     here = in_process(path)
-    there = sandbox.read_document(path, no_cancel)
+    there = sandbox.extract_document(path, no_cancel)
     assert there == here
     sections = {s.location.section_path for s in there.sections}
     assert ("1 Alpha Widgets",) in sections and ("2 Beta Gadgets",) in sections
@@ -70,12 +71,12 @@ def test_a_prefetched_file_is_read_once_and_a_file_not_prefetched_still_comes_ba
     sandbox.prefetch(first)
     sandbox.prefetch(first)  # already asked for: ignored
     sandbox.prefetch(second)
-    assert sandbox.read_document(first, no_cancel) == in_process(first)
-    assert sandbox.read_document(second, no_cancel) == in_process(second)
+    assert sandbox.extract_document(first, no_cancel) == in_process(first)
+    assert sandbox.extract_document(second, no_cancel) == in_process(second)
     # prefetched, then another file asked for: the unwanted answer is dropped, not mixed in
     sandbox.prefetch(first)
-    assert sandbox.read_document(second, no_cancel) == in_process(second)
-    assert sandbox.read_document(first, no_cancel) == in_process(first)
+    assert sandbox.extract_document(second, no_cancel) == in_process(second)
+    assert sandbox.extract_document(first, no_cancel) == in_process(first)
 
 
 def test_closing_with_a_prefetched_file_unread_stops_the_child(
@@ -99,7 +100,7 @@ def test_a_mostly_secret_pdf_is_refused_by_the_child_as_in_process(
     with pytest.raises(MostlySecret) as here:
         in_process(path)
     with pytest.raises(MostlySecret) as there:
-        sandbox.read_document(path, no_cancel)
+        sandbox.extract_document(path, no_cancel)
     assert str(there.value) == str(here.value)
 
 
@@ -111,8 +112,8 @@ def test_a_corrupt_prefetched_pdf_fails_in_its_turn_and_the_next_file_is_read(
     good = write_text_pdf(tmp_path / "good.pdf", [["good text after a bad file"]])
     sandbox.prefetch(bad)
     with pytest.raises(ExtractionError, match="corrupt or unreadable PDF"):
-        sandbox.read_document(bad, no_cancel)
-    assert sandbox.read_document(good, no_cancel) == in_process(good)
+        sandbox.extract_document(bad, no_cancel)
+    assert sandbox.extract_document(good, no_cancel) == in_process(good)
 
 
 def test_a_sync_reads_each_file_once_ahead_and_reports_the_corrupt_one(
@@ -176,8 +177,8 @@ def test_a_child_that_dies_on_a_prefetched_file_is_reported_once_and_not_read_ag
     _crash(sandbox)
     sandbox.prefetch(after)  # the worker asks for the next file before b.pdf's turn
     with pytest.raises(ExtractionError, match=r"crashed \(exit code -11\)"):
-        sandbox.read_document(crasher, no_cancel)
-    assert sandbox.read_document(after, no_cancel) == in_process(after)
+        sandbox.extract_document(crasher, no_cancel)
+    assert sandbox.extract_document(after, no_cancel) == in_process(after)
     # b.pdf went to one child only (its crash is its answer) and c.pdf was not read by a child
     # that b.pdf's turn then killed
     assert sent == ["b.pdf", "c.pdf"]
@@ -201,8 +202,8 @@ def test_a_prefetch_whose_write_meets_the_dead_childs_closed_pipe_keeps_the_cras
     sandbox.prefetch(after)  # its write meets the closed pipe
     child.poll = real_poll  # type: ignore[method-assign]
     with pytest.raises(ExtractionError, match=r"crashed \(exit code -11\)"):
-        sandbox.read_document(crasher, no_cancel)
-    assert sandbox.read_document(after, no_cancel) == in_process(after)
+        sandbox.extract_document(crasher, no_cancel)
+    assert sandbox.extract_document(after, no_cancel) == in_process(after)
     assert sent.count("b.pdf") == 1
 
 
@@ -265,7 +266,7 @@ def test_the_child_scores_hubs_and_the_writer_stores_its_score(
     prose = " ".join(["The scanner driver reads one page at a time and keeps no copy."] * 8)
     path = tmp_path / "faq.md"
     path.write_text(f"# Questions\n\n{questions}\n\n# Answers\n\n{prose}\n")
-    doc = sandbox.read_document(path, no_cancel)
+    doc = sandbox.extract_document(path, no_cancel)
     assert doc == in_process(path)
     scores = {s.location.heading_path: s.hub for s in doc.sections}
     assert scores[("Questions",)] == hub_score(doc.sections[0].text) > 0.5

@@ -190,7 +190,7 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
     monkeypatch.setattr(backfill.time, "sleep", killed_at(2))
     monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 10_000)
     with pytest.raises(_Killed), closing(index_db.connect(old.db_path)) as conn:
-        backfill.run_backfills(conn, bounded=True)  # the sections done, killed in the chunks
+        index_db.run_backfills(conn, bounded=True)  # the sections done, killed in the chunks
     stored = _stored(old.db_path)
     assert stored["sections"] == fresh["sections"]
     assert stored["chunks"][:25] == fresh["chunks"][:25]
@@ -219,7 +219,7 @@ def test_vectors_built_before_the_migration_are_reused_after_it(tmp_path: Path) 
     with closing(index_db.open_index(config.db_path)) as conn:
         assert not backfill.compact_backfill_pending(conn)
         before = generations.latest_ready_generation(conn)
-        state = generations.semantic_state(conn, model, True, tmp_path / "cache")
+        state = generations.generation_state(conn, model, True, tmp_path / "cache")
         assert state.state == "ready", state.reason
     (docs / "guide.md").write_text("# Guide\n\nOne new paragraph about invoices.\n", "utf-8")
     view = rag_service.sync_kb_blocking(config)

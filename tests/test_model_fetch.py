@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from semantic_fixtures import build_tiny_model
 
-from helpers.semantic.fetch import FetchError, fetch_model
+from helpers.semantic.fetch import FetchError, download_repo
 from helpers.semantic.model import (
     DEFAULT_REPO_ID,
     find_in_hf_cache,
@@ -130,7 +130,7 @@ def hub(model_files: dict[str, bytes]) -> Iterator[FakeHub]:
 def test_fetch_fills_the_hf_cache_layout_that_discovery_then_finds(
     hub: FakeHub, tmp_path: Path
 ) -> None:
-    result = fetch_model(tmp_path / "hub", base_url=hub.url)
+    result = download_repo(tmp_path / "hub", base_url=hub.url)
     snapshot = (
         tmp_path / "hub" / "models--sentence-transformers--paraphrase-multilingual-MiniLM-L12-v2"
     )
@@ -143,7 +143,7 @@ def test_fetch_fills_the_hf_cache_layout_that_discovery_then_finds(
     assert tried[-1].endswith("onnx/model.onnx") and len(tried) >= 2  # better files 404 first
     assert find_in_hf_cache(DEFAULT_REPO_ID, cache_root=tmp_path / "hub") == result.model_dir
     assert load_model_info(result.model_dir).dim == 32
-    again = fetch_model(tmp_path / "hub", base_url=hub.url)
+    again = download_repo(tmp_path / "hub", base_url=hub.url)
     assert again.downloaded_bytes == 0 and again.model_dir == result.model_dir
 
 
@@ -151,11 +151,11 @@ def test_an_interrupted_download_resumes_with_a_range_request(hub: FakeHub, tmp_
     size = len(hub.files["onnx/model.onnx"])
     hub.cut_first_get["onnx/model.onnx"] = size // 3
     with pytest.raises(FetchError) as error:
-        fetch_model(tmp_path / "hub", base_url=hub.url)
+        download_repo(tmp_path / "hub", base_url=hub.url)
     assert "again" in error.value.hint
     parts = list((tmp_path / "hub").rglob("model.onnx.part"))
     assert len(parts) == 1 and parts[0].stat().st_size == size // 3
-    result = fetch_model(tmp_path / "hub", base_url=hub.url)
+    result = download_repo(tmp_path / "hub", base_url=hub.url)
     assert (
         "GET",
         f"/cdn/{hashlib.sha256(hub.files['onnx/model.onnx']).hexdigest()}",
@@ -170,7 +170,7 @@ def test_a_sha256_mismatch_is_refused_and_nothing_is_installed(
 ) -> None:
     hub.wrong_sha.add("sentencepiece.bpe.model")
     with pytest.raises(FetchError) as error:
-        fetch_model(tmp_path / "hub", base_url=hub.url)
+        download_repo(tmp_path / "hub", base_url=hub.url)
     assert "sha256" in str(error.value)
     assert not list((tmp_path / "hub").rglob("sentencepiece.bpe.model*"))
     assert not list((tmp_path / "hub").rglob("refs"))
@@ -179,7 +179,7 @@ def test_a_sha256_mismatch_is_refused_and_nothing_is_installed(
 
 def test_a_file_the_repository_lacks_is_named_in_the_error(hub: FakeHub, tmp_path: Path) -> None:
     with pytest.raises(FetchError) as error:
-        fetch_model(tmp_path / "hub", base_url=hub.url, files=["config.json", "missing.json"])
+        download_repo(tmp_path / "hub", base_url=hub.url, files=["config.json", "missing.json"])
     assert "missing.json" in str(error.value)
 
 
@@ -190,5 +190,5 @@ def test_an_unreachable_hub_gives_an_offline_hint(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     with pytest.raises(FetchError) as error:
-        fetch_model(tmp_path / "hub", base_url=f"http://127.0.0.1:{port}", timeout_s=5)
+        download_repo(tmp_path / "hub", base_url=f"http://127.0.0.1:{port}", timeout_s=5)
     assert "--semantic-model-dir" in error.value.hint

@@ -18,11 +18,10 @@ from helpers.ocr.engine import (
     OcrConfig,
     OcrTimeoutError,
     TesseractOcr,
-    join_spaced_thai,
     make_ocr_function,
     ocr_status,
-    postprocess,
 )
+from helpers.ocr.postprocess import join_spaced_thai, postprocess
 from tests.ocr_fixtures import (
     ENGLISH_LINES,
     MIXED_LINES,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import rag_search
 from helpers.lexical.filename import name_keys
-from helpers.store import index_db
+from helpers.store import index_db, migrations
 from helpers.store.index_db import _split_statements
 from helpers.text.normalize import fold
 
@@ -20,7 +20,7 @@ def _v1_index(path: Path) -> sqlite3.Connection:
     """A version-1 file written the way version-1 rag_sync wrote it."""
     conn = index_db.connect(path)
     with index_db.write_transaction(conn):
-        for statement in _split_statements(index_db._MIGRATIONS[1]):
+        for statement in _split_statements(migrations.MIGRATIONS[0].sql):
             conn.execute(statement)
         conn.execute("INSERT INTO meta(key, value) VALUES ('schema_version', '1')")
         docs = [
@@ -84,8 +84,8 @@ def test_a_version_1_index_upgrades_in_place_and_is_searchable_by_every_channel(
 def test_migration_2_run_twice_changes_nothing(tmp_path: Path, monkeypatch) -> None:
     _v1_index(tmp_path / "index.sqlite3").close()
     # Up to version 2 only: its backfill reads the title/path columns migration 8 drops.
-    monkeypatch.setattr(index_db, "SCHEMA_VERSION", 2)
-    conn = index_db.open_index(tmp_path / "index.sqlite3")
+    conn = index_db.connect(tmp_path / "index.sqlite3")
+    index_db.migrate(conn, upto=2)
 
     def counts() -> tuple[int, ...]:
         return tuple(
@@ -100,7 +100,7 @@ def test_migration_2_run_twice_changes_nothing(tmp_path: Path, monkeypatch) -> N
 
     before = counts()
     with index_db.write_transaction(conn):
-        for statement in _split_statements(index_db._MIGRATIONS[2]):
+        for statement in _split_statements(migrations.MIGRATIONS[1].sql):
             conn.execute(statement)
     assert counts() == before == (2, 1, 1, 1)
     conn.execute("INSERT INTO chunks_words(chunks_words) VALUES ('integrity-check')")
@@ -168,3 +168,10 @@ def test_eight_processes_opening_one_new_index_at_once_all_succeed(tmp_path: Pat
         ]
         outcomes = [p.communicate(timeout=60) for p in procs]
         assert [out.strip() for out, _ in outcomes] == [str(index_db.SCHEMA_VERSION)] * 8, outcomes
+
+
+def test_the_migrations_are_numbered_one_to_the_schema_version_without_a_gap() -> None:
+    versions = [m.version for m in migrations.MIGRATIONS]
+    assert versions == list(range(1, migrations.SCHEMA_VERSION + 1))
+    # each resumable backfill keeps its own cursor row in meta
+    assert len({r.key for r in index_db.RESUMABLE}) == len(index_db.RESUMABLE)

@@ -23,8 +23,8 @@ from helpers.semantic.generations import (
     SemanticWorker,
     WorkerCrashed,
     build_generation,
+    generation_state,
     latest_ready_generation,
-    semantic_state,
 )
 from helpers.semantic.model import load_model_info
 from helpers.store import index_db
@@ -331,7 +331,7 @@ def test_a_query_given_the_health_state_needs_no_model_folder_and_refuses_when_o
     ids = add_document(index, "a.md", CORPUS)
     build(index, tiny_model, tmp_path)
     db, cache = tmp_path / "index.sqlite3", tmp_path / "cache"
-    state = semantic_state(index, tiny_model, True, cache, check_chunks=False)
+    state = generation_state(index, tiny_model, True, cache, check_chunks=False)
     assert state.model is not None and state.generation is not None
     plain = generations.query(
         db, tiny_model, CORPUS[2], 3, cache_dir=cache, log_path=tmp_path / "q.log"
@@ -346,7 +346,7 @@ def test_a_query_given_the_health_state_needs_no_model_folder_and_refuses_when_o
         state=state,
     )
     assert folded == plain and folded[0][0] == ids[2]
-    off = semantic_state(index, tiny_model, False, cache)
+    off = generation_state(index, tiny_model, False, cache)
     with pytest.raises(NotReadyError) as error:
         generations.query(
             db, None, "lake", 3, cache_dir=cache, log_path=tmp_path / "q.log", state=off
@@ -391,20 +391,20 @@ def test_semantic_state_moves_from_not_built_to_ready_to_outdated(
     index: sqlite3.Connection, tiny_model: Path, other_model: Path, tmp_path: Path
 ) -> None:
     cache = tmp_path / "cache"
-    assert semantic_state(index, tiny_model, False, cache).state == "off"
-    broken = semantic_state(index, tmp_path / "missing-model", True, cache)
+    assert generation_state(index, tiny_model, False, cache).state == "off"
+    broken = generation_state(index, tmp_path / "missing-model", True, cache)
     assert broken.state == "unavailable" and "model fetch" in broken.hint
     ids = add_document(index, "a.md", CORPUS)
-    assert semantic_state(index, tiny_model, True, cache).state == "not_built"
+    assert generation_state(index, tiny_model, True, cache).state == "not_built"
     build(index, tiny_model, tmp_path)
-    ready = semantic_state(index, tiny_model, True, cache)
+    ready = generation_state(index, tiny_model, True, cache)
     assert (ready.state, ready.vector_count) == ("ready", len(CORPUS))
     assert ready.fingerprint == load_model_info(tiny_model).fingerprint
     set_chunk_text(index, ids[0], "edited")
-    assert semantic_state(index, tiny_model, True, cache).state == "outdated"
+    assert generation_state(index, tiny_model, True, cache).state == "outdated"
     build(index, tiny_model, tmp_path)
-    assert semantic_state(index, tiny_model, True, cache).state == "ready"
-    other = semantic_state(index, other_model, True, cache)
+    assert generation_state(index, tiny_model, True, cache).state == "ready"
+    other = generation_state(index, other_model, True, cache)
     assert other.state == "outdated" and "another model" in other.reason
 
 

@@ -146,7 +146,7 @@ function showJob(job) {
   progress.value = job.percent;
   progress.textContent = `${job.percent}%`;
   byId("job-percent").textContent = `${job.percent.toFixed(1)} %`;
-  // The same words as the terminal bar and sync_status (rag_jobs.progress_summary): texts
+  // The same words as the terminal bar and sync_status (helpers.store.job_rows.progress_summary): texts
   // embedded during the semantic phase, files otherwise.
   byId("job-files").textContent = job.progress ? job.progress.text : `${fmtInt(job.completed_files)} / ${fmtInt(job.total_files)} files`;
   byId("job-bytes").textContent = job.total_bytes ? `${fmtBytes(job.done_bytes)} of ${fmtBytes(job.total_bytes)}` : "";

@@ -35,7 +35,7 @@ class DocumentText:
     redactions: int
 
 
-def read_document(
+def build_document_text(
     source: Iterable[TextBlock], max_text_chars: int, check_cancel: Callable[[], None]
 ) -> DocumentText:
     """Sections of the blocks; MostlySecret when the text is mostly secret material."""

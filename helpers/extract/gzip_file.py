@@ -23,27 +23,12 @@ from pathlib import Path
 from helpers.extract.archive_guard import BOMB_HINT, MAX_COMPRESSION_RATIO, RATIO_CHECK_MIN_BYTES
 from helpers.extract.blocks import ExtractContext, ExtractionError, TextBlock
 from helpers.extract.common import ExtractionCancelled
+from helpers.extract.formats import SUPPORTED_SUFFIXES, gzip_inner_suffix, unsupported_reason
 from helpers.extract.nesting import nested
 
 READ_BYTES = 1024 * 1024
 TAR_HINT = "unpack the archive into the knowledge folder to index the files it holds"
 CORRUPT_HINT = "the .gz file is damaged or truncated; test it with `gzip -t FILE`"
-
-
-def inner_suffix(path: Path) -> str:
-    """`.md` for `notes.md.gz`; '' when the name says nothing about the inner type."""
-    return Path(path.stem).suffix.lower()
-
-
-def unsupported_reason(path: Path) -> str | None:
-    """Why this gzip file cannot be indexed as one document, or None when it can."""
-    suffix = path.suffix.lower()
-    inner = inner_suffix(path)
-    if suffix == ".tgz" or inner == ".tar":
-        return "a .tar.gz is an archive of many files, not one gzipped document: not supported"
-    if inner == ".gz":
-        return "a gzip file inside a gzip file: not supported"
-    return None
 
 
 def inner_document_name(path: Path) -> str:
@@ -52,14 +37,12 @@ def inner_document_name(path: Path) -> str:
     Documentation folders are full of `changelog.gz`, `NEWS.gz`, `changelog.Debian.gz` and
     gzipped man pages: text under a name that says nothing. They are read as plain text, which
     refuses binary content with a clear error (`blob.bin.gz` of random bytes)."""
-    from helpers.extract import registry  # the registry imports format modules lazily
-
-    inner = inner_suffix(path)
-    return f"document{inner if inner in registry.SUPPORTED_SUFFIXES else '.txt'}"
+    inner = gzip_inner_suffix(path)
+    return f"document{inner if inner in SUPPORTED_SUFFIXES else '.txt'}"
 
 
 def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
-    from helpers.extract import registry
+    from helpers.extract import registry  # the registry loads this module when a .gz is read
     from helpers.safety import rel_path_problem
 
     reason = unsupported_reason(path)

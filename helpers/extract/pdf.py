@@ -11,8 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pypdfium2.raw as pdfium_raw
 from helpers.extract.blocks import BlockKind, ExtractContext, ExtractionError, Location, TextBlock
 from helpers.extract.common import ExtractionCancelled, ParagraphBuffer
 from helpers.extract.pdf_structure import (
+    EDGE_LINES,
     RunningLines,
     edge_key,
     edge_keys,
@@ -36,14 +36,8 @@ log = logging.getLogger(__name__)
 OCR_DPI = 300  # tesseract's accuracy peaks around 300 DPI on body text
 # A huge page (a poster, a 5 m drawing) rendered at 300 DPI would need gigabytes: cap the pixels.
 MAX_RENDER_PIXELS = 60_000_000
-# Running headers/footers: lines this close to the page edge that repeat on this share of pages.
-EDGE_LINES = 2
-REPEAT_SHARE = 0.6
 # Running headers are short; a long line that repeats is body text (a template, a disclaimer).
 MAX_RUNNING_LINE_CHARS = 100
-MIN_PAGES_FOR_REPEATS = 3  # on 1-2 pages a repeated line is as likely content as a header
-# Pages sampled to learn the repeated lines; their text is kept so small PDFs are read once.
-SAMPLE_PAGES = 60
 PDFIUM_PASSWORD_ERROR = 4  # FPDF_ERR_PASSWORD
 
 _PAGE_NUMBER = re.compile(
@@ -64,8 +58,7 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
     try:
         page_count = len(pdf)
         ctx.on_progress(0, page_count)
-        texts = _sample_texts(pdf, page_count, ctx)
-        repeated = _repeated_edge_lines(texts.values(), len(texts))
+        texts: dict[int, str] = {}  # pages read ahead by the running-line window
         labels = page_labels(pdf)
         starts = section_starts(outline(pdf))
 
@@ -84,7 +77,7 @@ def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
                 labels[index],
                 current,
                 starts.get(index, []),
-                repeated | running.at(index, MAX_RUNNING_LINE_CHARS),
+                running.at(index, MAX_RUNNING_LINE_CHARS),
             )
             text = text_of(index)
             texts.pop(index, None)
@@ -126,56 +119,21 @@ def _page_text(pdf: pdfium.PdfDocument, index: int) -> str:
         page.close()
 
 
-def _sample_texts(pdf: pdfium.PdfDocument, page_count: int, ctx: ExtractContext) -> dict[int, str]:
-    if page_count <= SAMPLE_PAGES:
-        indexes = range(page_count)
-    else:
-        step = page_count / SAMPLE_PAGES
-        indexes = sorted({int(i * step) for i in range(SAMPLE_PAGES)})
-    texts: dict[int, str] = {}
-    for index in indexes:
-        if ctx.should_cancel():
-            raise ExtractionCancelled("extraction cancelled")
-        texts[index] = _page_text(pdf, index)
-    return texts
-
-
 def _lines(text: str) -> list[str]:
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return [line.strip() for line in text.split("\n")]
 
 
-_edge_key = edge_key
-
-
-def _edges(lines: list[str]) -> list[str]:
-    content = [line for line in lines if line]
-    return content[:EDGE_LINES] + content[-EDGE_LINES:]
-
-
-def _repeated_edge_lines(texts: Iterable[str], pages: int) -> frozenset[str]:
-    if pages < MIN_PAGES_FOR_REPEATS:
-        return frozenset()
-    counts: Counter[str] = Counter()
-    for text in texts:
-        counts.update({_edge_key(line) for line in _edges(_lines(text))})
-    needed = max(MIN_PAGES_FOR_REPEATS, math.ceil(REPEAT_SHARE * pages))
-    return frozenset(
-        key
-        for key, count in counts.items()
-        if count >= needed and len(key) <= MAX_RUNNING_LINE_CHARS
-    )
-
-
-def clean_page_text(text: str, repeated: frozenset[str]) -> str:
-    """Drop running headers/footers and bare page numbers at the edges; join hyphenated words."""
+def clean_page_text(text: str, running: frozenset[str]) -> str:
+    """Drop running headers/footers (masked lines, pdf_structure.RunningLines) and bare page
+    numbers at the edges; join hyphenated words."""
     lines = _lines(text)
     content_idx = [i for i, line in enumerate(lines) if line]
     edge = set(content_idx[:EDGE_LINES] + content_idx[-EDGE_LINES:])
     kept = [
         line
         for i, line in enumerate(lines)
-        if not (i in edge and (_edge_key(line) in repeated or _PAGE_NUMBER.match(line)))
+        if not (i in edge and (edge_key(line) in running or _PAGE_NUMBER.match(line)))
     ]
     joined = "\n".join(kept).strip()
     # The regexes scan every character; most pages have no hyphen at a line end at all.

@@ -1,4 +1,5 @@
-"""Which extractor reads which file suffix, behind one guard that enforces the extractor contract.
+"""The extractor of a file's format (helpers.extract.formats), behind one guard that enforces
+the extractor contract.
 
 Importing this module is cheap: format modules (and their libraries: pypdfium2, openpyxl, ...)
 are imported the first time a file of that format is extracted. Every extractor returned by
@@ -24,120 +25,28 @@ from helpers.extract.blocks import (
     file_too_large,
 )
 from helpers.extract.failures import extraction_failure
+from helpers.extract.formats import (
+    INSTALL_HINTS,
+    SUPPORTED_SUFFIXES,
+    format_for,
+    format_of,
+    unsupported_reason,
+)
 
 log = logging.getLogger(__name__)
 
 Extractor = Callable[[Path, ExtractContext], Iterator[TextBlock]]
 
-# Source code and config files, read as text with line ranges (helpers/extract/source_code.py).
-SOURCE_CODE_SUFFIXES = frozenset(
-    {
-        # programming languages
-        ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".tsx", ".go", ".rs", ".java",
-        ".kt", ".kts", ".swift", ".scala", ".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh",
-        ".hxx", ".cs", ".fs", ".vb", ".rb", ".php", ".pl", ".pm", ".lua", ".r", ".jl", ".m",
-        ".dart", ".hs", ".ml", ".ex", ".exs", ".erl", ".clj", ".el", ".lisp", ".scm", ".groovy",
-        ".gradle", ".vue", ".svelte", ".css", ".scss", ".less", ".zig", ".nim", ".v", ".vhd",
-        ".f90", ".asm", ".s", ".proto", ".graphql", ".tf", ".cmake", ".mk", ".bat", ".ps1",
-        # shells and queries
-        ".sh", ".bash", ".zsh", ".fish", ".sql",
-        # config
-        ".toml", ".ini", ".cfg", ".conf", ".properties", ".desktop", ".service",
-    }
-)  # fmt: skip
-
-# suffix -> module under helpers/extract/ with an `extract(path, ctx)` generator.
-_MODULES: dict[str, str] = {
-    ".txt": "plain_text",
-    ".text": "plain_text",
-    ".log": "plain_text",
-    ".yaml": "plain_text",
-    ".yml": "plain_text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".rst": "rst",
-    ".csv": "delimited",
-    ".tsv": "delimited",
-    ".json": "json_text",
-    ".html": "html_page",
-    ".htm": "html_page",
-    ".xhtml": "html_page",
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".xlsx": "xlsx",
-    ".xlsm": "xlsx",
-    ".pptx": "pptx",
-    ".odt": "odt",
-    ".ods": "ods",
-    ".odp": "odp",
-    ".doc": "legacy",
-    ".xls": "legacy",
-    ".ppt": "legacy",
-    ".epub": "epub",
-    ".ipynb": "ipynb",
-    ".png": "image",
-    ".jpg": "image",
-    ".jpeg": "image",
-    ".tif": "image",
-    ".tiff": "image",
-    ".bmp": "image",
-    ".webp": "image",
-    ".tex": "latex",
-    ".ltx": "latex",
-    ".adoc": "asciidoc",
-    ".asciidoc": "asciidoc",
-    ".org": "org",
-    ".xml": "xml_text",
-    ".gz": "gzip_file",
-    ".rtf": "rtf",
-    ".eml": "mail",
-    ".mbox": "mail",
-}
-_MODULES.update(dict.fromkeys(SOURCE_CODE_SUFFIXES, "source_code"))
-
-SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_MODULES)
-# Line-oriented text read by our own streaming Python code (no C library that could hang or
-# balloon): the sync worker reads these in process, like .txt and .md (rag_sync).
-PURE_TEXT_SUFFIXES: frozenset[str] = SOURCE_CODE_SUFFIXES | {
-    ".tex",
-    ".ltx",
-    ".adoc",
-    ".asciidoc",
-    ".org",
-}
-
-# Import name of a third-party library -> what to install when it is missing.
-_INSTALL_HINTS = {
-    "pypdfium2": "pip install pypdfium2",
-    "docx": "pip install python-docx",
-    "pptx": "pip install python-pptx",
-    "openpyxl": "pip install openpyxl",
-    "odf": "pip install odfpy",
-    "PIL": "pip install pillow",
-    "striprtf": "pip install striprtf",
-}
-
-
-def format_of(path: Path) -> str:
-    """The format name stored for a document: its suffix without the dot, lower-case."""
-    return path.suffix.lower().lstrip(".")
-
-
-def unsupported_reason(path: Path) -> str | None:
-    """Why a file with a registered suffix still cannot be read (`bundle.tar.gz`), or None."""
-    if path.suffix.lower() == ".gz":
-        from helpers.extract.gzip_file import unsupported_reason as gzip_reason
-
-        return gzip_reason(path)
-    return None
+# The sync's view of the formats: which suffixes, each file's extractor, why one is refused.
+__all__ = ["Extractor", "SUPPORTED_SUFFIXES", "extractor_for", "format_of", "unsupported_reason"]
 
 
 def extractor_for(path: Path) -> Extractor | None:
     """The guarded extractor for `path`'s suffix, or None when the format is not supported."""
-    module = _MODULES.get(path.suffix.lower())
-    if module is None:
+    fmt = format_for(path)
+    if fmt is None:
         return None
-    return partial(_guarded_extract, module)
+    return partial(_guarded_extract, fmt.module)
 
 
 def _load(module: str) -> Extractor:
@@ -145,7 +54,7 @@ def _load(module: str) -> Extractor:
         return importlib.import_module(f"helpers.extract.{module}").extract
     except ImportError as exc:
         top = (exc.name or "").split(".")[0]
-        hint = _INSTALL_HINTS.get(top, "reinstall MCP-RagDoc with its dependencies")
+        hint = INSTALL_HINTS.get(top, "reinstall MCP-RagDoc with its dependencies")
         raise ExtractionError(f"extractor {module} is unavailable: {exc}", hint) from exc
 
 

@@ -53,11 +53,11 @@ POLL_S = 0.2  # how often a waiting parent checks for cancel
 PREFETCH_BUFFER_BYTES = 16 * 1024**2
 READ_BYTES = 1 << 16
 # Files the child may be asked for ahead of the one being read: with one, a big manual after a
-# small one left the worker waiting 16 s of 55 on the bench set (the write of the small file
-# ended long before the read of the big one); a few even out the sizes. Small documents are
-# written in groups (rag_sync_group: up to 0.5 s of files per transaction): with 4 ahead the
-# child idled through each group write, with 32 it keeps reading (python3.11-doc RST through
-# the child: 7.3 s -> 5.6 s). Memory stays bounded by the pump's buffer, not by this count.
+# small one leaves the worker waiting (the write of the small file ends long before the read of
+# the big one); a few even out the sizes. Small documents are written in groups
+# (helpers.index.group_write, up to GROUP_MAX_S of files per transaction): the read-ahead must
+# outlast a group write so the child keeps reading through it (bench/RESULTS.md "Issue 16 on
+# the merged tree, third session"). Memory stays bounded by the pump's buffer, not by this count.
 PREFETCH_FILES = 32
 
 
@@ -327,7 +327,7 @@ class SandboxedExtractor:
 
     def prefetch(self, path: Path) -> None:
         """Start reading `path` into a document now; it waits (bounded) for the
-        `read_document(path)` that must follow, in the order asked; a failure shows there.
+        `extract_document(path)` that must follow, in the order asked; a failure shows there.
         Ignored when the child is already PREFETCH_FILES ahead, and once it has died with
         files asked for: the first of them gets the crash as its answer in its turn (a child
         started now would be killed then, and that file read a second time)."""
@@ -335,7 +335,7 @@ class SandboxedExtractor:
             return
         if self._pending and (self._proc is None or self._proc.poll() is not None):
             return
-        with contextlib.suppress(ExtractionError):  # read_document() retries and reports it
+        with contextlib.suppress(ExtractionError):  # extract_document() retries and reports it
             self._send(path, True)
 
     def _start(self, path: Path, document: bool) -> tuple[subprocess.Popen[bytes], _Pump]:
@@ -346,13 +346,13 @@ class SandboxedExtractor:
         assert self._proc is not None and self._pump is not None
         return self._proc, self._pump
 
-    def read_document(
+    def extract_document(
         self,
         path: Path,
         check_cancel: Callable[[], None],
         on_progress: Callable[[int, int], None] | None = None,
     ) -> DocumentText:
-        """The child reads and chunks `path` (helpers.extract.document.read_document);
+        """The child reads and chunks `path` (helpers.extract.document.build_document_text);
         ExtractionError when it fails, stalls or dies, FileSkipped when it refuses the file."""
         proc, pump = self._start(path, True)
         finished = False
@@ -470,7 +470,7 @@ def _never() -> None:
 
 def _child_main() -> int:
     from helpers.extract import registry as extractors
-    from helpers.extract.document import read_document
+    from helpers.extract.document import build_document_text
     from helpers.extract.failures import extraction_failure
     from helpers.extract.registry import format_of
 
@@ -496,7 +496,7 @@ def _child_main() -> int:
                 raise ExtractionError(f"unsupported format: {path.suffix}")
             ctx = contexts[key]
             if request.get("document"):
-                doc = read_document(extract(path, ctx), ctx.limits.max_text_chars, _never)
+                doc = build_document_text(extract(path, ctx), ctx.limits.max_text_chars, _never)
                 out.write(json.dumps({"document": encode_document(doc)}, ensure_ascii=False))
                 out.write("\n")
             else:

@@ -26,8 +26,8 @@ MAX_COLUMNS = 512
 CANCEL_CHECK_ROWS = 1000  # how often a long sheet checks for cancellation
 # A row whose only filled cell is at least this long holds running text (notes, answers, a
 # document pasted into a column), not a record: it is a paragraph, without the header repeated
-# into each of its children (a `| Section | Text |` header and its rule took a quarter of every
-# child's tokens on debfaq-en-mixed). Record values (names, numbers, dates, codes) are shorter.
+# into each of its children (a `| Section | Text |` header and its rule would take a large share
+# of every child's tokens). Record values (names, numbers, dates, codes) are shorter.
 PROSE_CELL_CHARS = 200
 
 

@@ -1,11 +1,12 @@
 """Taking rows and their text out of the index: batched discards, grouped deletes, the purge.
 
-It stands apart from rag_sync_write (which writes a document's rows and moves a replaced or
+It stands apart from document_write (which writes a document's rows and moves a replaced or
 removed one out of sight) because deleting is its own job with its own bounds: a hidden
 document's rows go DISCARD_BATCH_CHUNKS per transaction so no reader or cancel waits behind
-one long delete, a group's replaced rows go in one id-ordered statement per SQL_PARAMS
-documents (one FTS5 segment, not one per document), and a sync that replaced text holding a
-secret rewrites the full-text indexes so that no deleted text survives in them.
+one long delete, a group's replaced rows go in one id-ordered statement per batch of
+documents (helpers.store.batched: one FTS5 segment, not one per document), and a sync that
+replaced text holding a secret rewrites the full-text indexes so that no deleted text
+survives in them.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from collections.abc import Callable, Sequence
 
 from helpers.index.pacing import paced_write
 from helpers.lexical.common import hidden_document_ids
-from helpers.store.index_db import write_transaction
+from helpers.store.batched import in_batches
+from helpers.store.connection import write_transaction
 
 # Chunk rows deleted per transaction: as document_write.SINGLE_TRANSACTION_CHUNKS, ~1 s of
 # write lock at most (0.3-0.7 ms per chunk row with its FTS entries, bench/faults/big_doc_lock.py).
 DISCARD_BATCH_CHUNKS = 2_000
 DISCARD_BATCH_SECTIONS = 5_000  # no FTS behind sections: cheaper rows
-SQL_PARAMS = 500  # ids per IN (...) list, well under SQLite's 999 variables of old builds
 
 
 def discard_staging(conn: sqlite3.Connection, should_stop: Callable[[], bool] | None = None) -> int:
@@ -94,9 +95,7 @@ def delete_rows_of(
     segment each; this costs one."""
     chunk_cap = "" if chunks_upto is None else f" AND id <= {int(chunks_upto)}"
     section_cap = "" if sections_upto is None else f" AND id <= {int(sections_upto)}"
-    for start in range(0, len(doc_ids), SQL_PARAMS):
-        part = list(doc_ids[start : start + SQL_PARAMS])
-        marks = ",".join("?" * len(part))
+    for part, marks in in_batches(doc_ids):
         conn.execute(
             f"DELETE FROM chunks WHERE id IN (SELECT id FROM chunks WHERE document_id IN "
             f"({marks}){chunk_cap} ORDER BY id)",

@@ -2,12 +2,11 @@
 
 Every commit writes into the WAL each page it touched (the FTS5 segment it flushed, the right
 edges of the b-trees), then into the file at a checkpoint: with a commit per document a first
-sync wrote 1.75x the bytes of one in groups, 4.5x those of one transaction (bench/RESULTS.md,
-"Small documents in one transaction"). The sync loop hands its writes to a
-WriteGroup, which keeps the documents that fit in one transaction (rag_sync_write's
-SINGLE_TRANSACTION_CHUNKS) in memory and writes up to GROUP_CHUNKS rows of them, or what is
-there after GROUP_MAX_S, in one transaction. Reading stays outside it: the write lock is held
-only while rows are written, as before.
+sync writes several times the bytes of one in groups (bench/RESULTS.md, "Small documents in
+one transaction"). The sync loop hands its writes to a WriteGroup, which keeps the documents
+that fit in one transaction (helpers.index.document_write.SINGLE_TRANSACTION_CHUNKS) in memory
+and writes up to GROUP_CHUNKS rows of them, or what is there after GROUP_MAX_S, in one
+transaction. Reading stays outside it: the write lock is held only while rows are written.
 
 A group is atomic like a document: a killed worker or a failed write leaves none of it (the next
 sync writes its files again), and a cancel drops it unwritten. Each file's outcome (counts,
@@ -21,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from helpers.index.discard import SQL_PARAMS, delete_rows_of
+from helpers.index.discard import delete_rows_of
 from helpers.index.document_write import (
     SINGLE_TRANSACTION_CHUNKS,
     DocumentContent,
@@ -36,6 +35,7 @@ from helpers.index.document_write import (
 )
 from helpers.index.pacing import paced_write
 from helpers.safety import FileEntry
+from helpers.store.batched import SQL_PARAMS, rows_in
 
 # Rows (written and replaced) per group transaction: the bound one document already had, ~1 s
 # of write lock at most (0.3-0.7 ms per chunk row with its full-text entries).
@@ -84,7 +84,7 @@ class WriteGroup:
         self._started = 0.0
         self.commits = 0  # group transactions written (tests, benches)
 
-    # -- the writes of rag_sync_write, deferred when they fit ----------------------------------
+    # -- the writes of helpers.index.document_write, deferred when they fit ---------------------
     def write_document(self, entry: FileEntry, sha256: str, content: DocumentContent) -> None:
         rows = sum(len(s.children) for s in content.sections) + self._old_rows(entry)
         if rows > SINGLE_TRANSACTION_CHUNKS:  # staged in batches of its own
@@ -160,12 +160,10 @@ def _write_items(conn: sqlite3.Connection, items: Sequence[_Item]) -> None:
     """Inside a write transaction: every item's rows, then the rows they replace deleted at
     once (see helpers.index.discard.delete_rows_of)."""
     paths = [item.entry.rel_path for item in items if not isinstance(item, _Stat)]
-    existing: dict[str, int] = {}
-    for start in range(0, len(paths), SQL_PARAMS):
-        part = paths[start : start + SQL_PARAMS]
-        marks = ",".join("?" * len(part))
-        for row in conn.execute(f"SELECT id, path FROM documents WHERE path IN ({marks})", part):
-            existing[row[1]] = row[0]
+    existing: dict[str, int] = {
+        row[1]: row[0]
+        for row in rows_in(conn, "SELECT id, path FROM documents WHERE path IN ({marks})", paths)
+    }
     # New rows first, then the replaced ones out (ids up to the maxima before the inserts): ids
     # keep growing as with a write per document (a semantic generation maps ids to vectors
     # until it is rebuilt, so a deleted id must not come back with other text).
@@ -227,10 +225,5 @@ def remove_documents(
 
 
 def _chunk_counts(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> dict[int, int]:
-    counts: dict[int, int] = {}
-    for start in range(0, len(doc_ids), SQL_PARAMS):
-        part = list(doc_ids[start : start + SQL_PARAMS])
-        marks = ",".join("?" * len(part))
-        query = f"SELECT id, chunk_count FROM documents WHERE id IN ({marks})"
-        counts.update((row[0], row[1]) for row in conn.execute(query, part))
-    return counts
+    query = "SELECT id, chunk_count FROM documents WHERE id IN ({marks})"
+    return {row[0]: row[1] for row in rows_in(conn, query, doc_ids)}

@@ -12,15 +12,15 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 
 # A gap between two write transactions: SQLite's busy handler retries a waiting writer at most
 # every 100 ms, so without a gap this long the next batch would take the lock again before a
-# cancel_sync, sync_kb or heartbeat got in (measured: an 11 s wait across back-to-back batches).
+# cancel_sync, sync_kb or heartbeat got in (bench/faults/big_doc_lock.py).
 BATCH_PAUSE_S = 0.12
 # ... but only once the lock was held back to back (gaps under BATCH_PAUSE_S) for this long: a
-# fixed pause after every 2,000-chunk batch slept ~9 s of a 55 s PDF sync, while a foreign writer
-# waits at most this plus one transaction (~1 s) either way. Gaps the work leaves by itself
+# pause after every batch would sleep through a large part of a long PDF sync, while a foreign
+# writer waits at most this plus one transaction (~1 s) either way. Gaps the work leaves by itself
 # (reading the next file) count as pauses.
 LOCK_BURST_S = 0.5
 
@@ -51,7 +51,7 @@ PACER = WritePacer()  # one per process: the worker is the index's only document
 
 @contextlib.contextmanager
 def paced_write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """helpers.store.index_db.write_transaction after the pacer's gap (when one is due)."""
+    """helpers.store.connection.write_transaction after the pacer's gap (when one is due)."""
     PACER.before_lock()
     try:
         with write_transaction(conn):

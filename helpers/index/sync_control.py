@@ -25,7 +25,7 @@ from helpers.errors import (
 from helpers.index import watch
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from helpers.store import job_rows
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 from helpers.store.job_rows import JobView
 from helpers.store.open_index import (
     read_conn,
@@ -151,8 +151,8 @@ def _start_sync(config: Config, scope: str) -> JobView:
 def make_watcher(
     config: Config, *, polling: bool | None = None, initial_sync: bool = True
 ) -> watch.FolderWatcher:
-    """Watch mode (rag_watch) starting syncs through start_sync: the one-writer rule and the
-    worker start stay here. Refused on a read-only setup, like sync_kb."""
+    """Watch mode (helpers.index.watch) starting syncs through start_sync: the one-writer rule
+    and the worker start stay here. Refused on a read-only setup, like sync_kb."""
     require_config(config)
     if reason := read_only_reason(config):
         raise errors.ReadOnlyDataDir(

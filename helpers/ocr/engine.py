@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 from PIL import Image
 
 from helpers.extract.blocks import ExtractionError, OcrText
+from helpers.ocr.postprocess import postprocess
 from helpers.ocr.settings import langs_problem
-from helpers.text.normalize import clean_text
 
 if TYPE_CHECKING:
     from helpers.ocr.vlm import VlmCorrector
 
 log = logging.getLogger(__name__)
 
-# eng first: `tha+rus+eng` scored 0.68 against 0.98 on a mixed page (stack-facts.md).
+# eng first: other orders read a mixed page much worse (stack-facts.md, OCR).
 DEFAULT_LANGS = "eng+tha+rus"
 DEFAULT_PAGE_TIMEOUT_S = 120.0  # a 300-dpi page takes ~4-5 s; 120 s only stops a stuck engine
 DEFAULT_VLM_TIMEOUT_S = 60.0  # one page through a local vision model; slower means it is stuck
@@ -42,17 +42,6 @@ DPI_RANGE = (
     1200,
 )  # metadata outside this is junk (0, 1, 72000) and would mislead layout analysis
 STDERR_TAIL_CHARS = 400  # enough of tesseract's stderr to say why it failed
-
-# Thai characters that can never start a word: a space before them was inserted by the engine.
-_THAI_COMBINING = "\u0e31\u0e34-\u0e3a\u0e47-\u0e4e"
-_THAI_LEADING_VOWELS = "\u0e40-\u0e44"  # เ แ โ ใ ไ are always followed by their consonant
-_SPACE_BEFORE_MARK = re.compile(f"(?<=[\u0e01-\u0e4f]) +(?=[{_THAI_COMBINING}])")
-_SPACE_AFTER_LEADING_VOWEL = re.compile(f"(?<=[{_THAI_LEADING_VOWELS}]) +(?=[\u0e01-\u0e2e])")
-# A run of Thai tokens joined by single spaces; real Thai puts spaces only between phrases.
-_THAI_TOKEN_RUN = re.compile("[\u0e01-\u0e5b]+(?: [\u0e01-\u0e5b]+)+")
-# Letter-spaced output ("ป ร ะ เท ศ") has tokens of one or two characters; phrases are longer.
-SPACED_TOKEN_MAX_CHARS = 2
-SPACED_RUN_SHARE = 0.5  # join a run when at least this share of its tokens are that short
 
 
 class OcrError(ExtractionError):
@@ -260,24 +249,3 @@ def _dpi_of(image: Image.Image) -> int:
     except (TypeError, ValueError, IndexError):
         value = 0
     return value if DPI_RANGE[0] <= value <= DPI_RANGE[1] else DEFAULT_DPI
-
-
-def postprocess(raw: str) -> str:
-    """Engine output to index text: Thai spacing repaired, then `clean_text` as the index does."""
-    lines = [join_spaced_thai(line).rstrip() for line in clean_text(raw).split("\n")]
-    text = "\n".join(lines)
-    text = re.sub(r"\n{3,}", "\n\n", text)  # tesseract separates blocks by one blank line
-    return clean_text(text).strip()
-
-
-def join_spaced_thai(line: str) -> str:
-    """Remove spaces the engine put between Thai characters; keep real phrase spaces."""
-    line = _SPACE_BEFORE_MARK.sub("", line)
-    line = _SPACE_AFTER_LEADING_VOWEL.sub("", line)
-    return _THAI_TOKEN_RUN.sub(_join_if_letter_spaced, line)
-
-
-def _join_if_letter_spaced(match: re.Match[str]) -> str:
-    tokens = match.group(0).split(" ")
-    short = sum(1 for token in tokens if len(token) <= SPACED_TOKEN_MAX_CHARS)
-    return "".join(tokens) if short >= SPACED_RUN_SHARE * len(tokens) else match.group(0)

@@ -23,7 +23,7 @@ import httpx
 from PIL import Image
 
 from helpers.extract.blocks import OcrText
-from helpers.ocr.engine import postprocess
+from helpers.ocr.postprocess import postprocess
 from helpers.ocr.settings import VlmConfigError, require_loopback
 
 __all__ = ["VlmConfigError", "VlmCorrector", "require_loopback", "validate_correction"]

@@ -6,11 +6,11 @@ Pure Python (no ML import), so the plan is the same in every process and testabl
 from __future__ import annotations
 
 # Deterministic batching: texts sorted by token count, at most this many per batch, each batch
-# on one core. Texts per CPU second with ~100-token texts (1 thread, shared machine): batch
-# 4 = 62, 8 = 61, 16 = 58, 32 = 45; two such batches in flight beat one 2-thread batch.
+# on one core: small batches give the most texts per CPU second, and two such batches in flight
+# beat one 2-thread batch (bench/RESULTS.md "Embedding throughput").
 MAX_BATCH_TEXTS = 8
 # Cap on padded tokens per batch (texts x longest). Two batches run at once, so 2 x 1,024 keeps
-# the peak of the former single 2,048-token batch (512-token texts: 490 vs 462 MiB RSS).
+# the memory peak of one 2,048-token batch.
 MAX_BATCH_TOKENS = 1024
 
 

@@ -19,8 +19,8 @@ from helpers.semantic.generations import (
     CACHE_SUBDIR,
     NotReadyError,
     SemanticWorker,
+    generation_state,
     query,
-    semantic_state,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def query_candidates(
     Raises NotReadyError when the vectors of the current model are not built, and the model's,
     worker's or vector store's RagError otherwise."""
     cache_dir = config.data_dir / CACHE_SUBDIR
-    state = semantic_state(
+    state = generation_state(
         conn, config.semantic_model_dir, config.semantic, cache_dir, check_chunks=False
     )
     if state.state not in ("ready", "outdated"):

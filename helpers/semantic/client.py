@@ -13,7 +13,6 @@ import dataclasses
 import json
 import queue
 import subprocess
-import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,9 +23,9 @@ import numpy as np
 
 from helpers.errors import RagError
 from helpers.semantic import vector_pack
+from helpers.semantic.worker_args import DEFAULT_THREADS, WorkerArgs
 
 WORKER_SCRIPT = Path(__file__).resolve().parents[2] / "semantic_worker.py"
-DEFAULT_THREADS = 2  # the target machines have 2 cores
 # Per request: model load (~0.5-1 s) plus one embed request (~0.5 s for 64 texts of 100
 # tokens on 2 cores); generous for slow or busy machines, short enough to notice a hung worker.
 DEFAULT_TIMEOUT_S = 120.0
@@ -111,14 +110,9 @@ class SemanticWorker:
     def start(self) -> SemanticWorker:
         if self._proc is not None:
             return self
-        command = [sys.executable, str(WORKER_SCRIPT), "--model-dir", str(self.model_dir)]
-        command += ["--threads", str(self.threads)]
-        if self.cache_dir is not None:
-            command += ["--cache-dir", str(self.cache_dir)]
-        if self.idle_seconds:
-            command += ["--idle-seconds", str(self.idle_seconds)]
-        if self.preload_passages:
-            command.append("--preload-passages")
+        command = WorkerArgs(
+            self.model_dir, self.threads, self.cache_dir, self.idle_seconds, self.preload_passages
+        ).command(WORKER_SCRIPT)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor
         self._unanswered = 0

@@ -78,7 +78,7 @@ def default_onnx_files() -> list[str]:
     return [f"onnx/{name}" for name, needs in ONNX_CANDIDATES if needs is None or needs in features]
 
 
-def fetch_model(
+def download_repo(
     dest_cache_root: Path,
     repo_id: str = DEFAULT_REPO_ID,
     base_url: str = DEFAULT_BASE_URL,

@@ -1,7 +1,7 @@
 """Semantic channel: build vector generations from the chunks, query them, report health.
 
 No ML import here: embedding happens in `semantic_worker.py`, a subprocess driven through
-`rag_semantic_client.SemanticWorker` (re-exported here with its errors). A generation becomes
+`helpers.semantic.client.SemanticWorker` (re-exported here with its errors). A generation becomes
 visible (ready = 1) only when every vector is written, so a cancelled, failed or killed build
 never changes what search sees.
 """
@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from helpers.semantic.client import (
     WorkerTimeout,
 )
 from helpers.semantic.model import (
+    CACHE_SUBDIR,
     FETCH_HINT,
     ModelError,
     ModelInfo,
@@ -39,15 +40,17 @@ from helpers.semantic.model import (
     hf_hub_cache_root,
     load_model_info,
 )
-from helpers.store import index_db
+from helpers.store import connection
+from helpers.store.batched import rows_in
 from helpers.store.codec import text_digest
 
 if TYPE_CHECKING:
     from helpers.config import Config
     from helpers.semantic.fetch import FetchResult
-    from helpers.semantic.prewarm import WorkerPrewarm
+
 
 __all__ = [
+    "CACHE_SUBDIR",
     "BuildResult",
     "Embedding",
     "Generation",
@@ -63,7 +66,7 @@ __all__ = [
     "fetch_model",
     "latest_ready_generation",
     "query",
-    "semantic_state",
+    "generation_state",
     "sync_phase",
 ]
 
@@ -74,10 +77,16 @@ DEFAULT_QUERY_TIMEOUT_S = 30.0  # spawn + load + embed + scan of 100k vectors: 0
 # requests, so this bounds cancel latency (~1 s) and the size of one JSON line.
 EMBED_REQUEST_TEXTS = 64
 BUILD_HINT = "run a sync (sync_kb) to build the semantic index"
-# Under the data dir (the same place rag_service uses): model file hashes and the query
-# tokenizer index (~15 MB), both rebuilt when missing.
-CACHE_SUBDIR = "cache"
 WORKER_LOG = "semantic_worker.log"  # under the logs dir
+
+
+class PrewarmedWorker(Protocol):
+    """A worker spawned ahead of a build (helpers.semantic.prewarm.WorkerPrewarm), as the build
+    uses it: the prewarm module builds on this one, so it is named by what it does."""
+
+    def wait_for_hashes(self) -> None: ...
+
+    def take(self, model_dir: Path, threads: int, timeout_s: float) -> SemanticWorker | None: ...
 
 
 class NotReadyError(SemanticError):
@@ -200,7 +209,7 @@ def build_generation(
     should_cancel: Callable[[], bool] | None = None,
     threads: int = DEFAULT_THREADS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-    prewarm: WorkerPrewarm | None = None,
+    prewarm: PrewarmedWorker | None = None,
 ) -> BuildResult:
     """Embed the current chunks into a new generation and publish it; see the module docstring.
 
@@ -213,7 +222,7 @@ def build_generation(
     info = _model_info(model_dir, cache_dir)
     chunk_ids, hashes = _chunk_keys(conn)
     current = latest_ready_generation(conn)
-    with index_db.write_transaction(conn):  # leftovers of builds that crashed or were killed
+    with connection.write_transaction(conn):  # leftovers of builds that crashed or were killed
         conn.execute(
             "DELETE FROM semantic_blocks WHERE generation_id IN "
             "(SELECT id FROM semantic_generations WHERE ready = 0)"
@@ -232,7 +241,7 @@ def build_generation(
         vectors = np.zeros((len(chunk_ids), info.dim), dtype=np.float16)
         found = np.zeros(len(chunk_ids), dtype=bool)
     pending, copies = _unique_pending(found, hashes)
-    with index_db.write_transaction(conn):
+    with connection.write_transaction(conn):
         generation = conn.execute(
             "INSERT INTO semantic_generations(fingerprint, model_name, dim, ready, vector_count, "
             "created_at) VALUES (?, ?, ?, 0, 0, ?)",
@@ -329,7 +338,7 @@ def _unique_pending(
 
 def _publish(conn: sqlite3.Connection, generation: int, count: int) -> None:
     """Make the generation visible and drop every other one, in one transaction."""
-    with index_db.write_transaction(conn):
+    with connection.write_transaction(conn):
         conn.execute(
             "UPDATE semantic_generations SET ready = 1, vector_count = ?, finished_at = ? "
             "WHERE id = ?",
@@ -362,7 +371,7 @@ class _BlockWriter:
             end = min(start + vector_pack.BLOCK_SIZE, total)
             if start >= total or end > ready_before:
                 return
-            with index_db.write_transaction(self.conn):
+            with connection.write_transaction(self.conn):
                 self.conn.execute(
                     "INSERT INTO semantic_blocks(generation_id, block_no, count, chunk_ids, "
                     "text_hashes, vectors) VALUES (?, ?, ?, ?, ?, ?)",
@@ -379,8 +388,7 @@ class _BlockWriter:
 
 
 def _texts_for(conn: sqlite3.Connection, ids: list[int], hashes: list[bytes]) -> list[str]:
-    placeholders = ",".join("?" * len(ids))
-    rows = dict(conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({placeholders})", ids))
+    rows = dict(rows_in(conn, "SELECT id, text FROM chunks WHERE id IN ({marks})", ids))
     texts = []
     for cid, digest in zip(ids, hashes, strict=True):
         text = rows.get(cid)
@@ -397,7 +405,7 @@ def _discard(conn: sqlite3.Connection, generation: int) -> None:
     try:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        with index_db.write_transaction(conn):
+        with connection.write_transaction(conn):
             conn.execute("DELETE FROM semantic_blocks WHERE generation_id = ?", (generation,))
             conn.execute(
                 "DELETE FROM semantic_generations WHERE id = ? AND ready = 0", (generation,)
@@ -419,7 +427,7 @@ def sync_phase(
     *,
     progress: Callable[[int, int], None] | None = None,
     should_cancel: Callable[[], bool | None] | None = None,
-    prewarm: WorkerPrewarm | None = None,
+    prewarm: PrewarmedWorker | None = None,
 ) -> BuildResult | None:
     """The sync job's semantic step: build when enabled and available, else log why and skip.
 
@@ -465,7 +473,7 @@ def query(
 ) -> list[tuple[int, float]]:
     """Top-k (chunk id, cosine) for `query`; cold (spawn, answer, exit) unless a worker is given.
 
-    A `state` from `semantic_state` supplies the model and the newest generation already read
+    A `state` from `generation_state` supplies the model and the newest generation already read
     (model_dir and cache_dir are then not consulted). Raises NotReadyError when no generation
     of the current model is ready, ModelError for a broken model folder and
     WorkerError/WorkerCrashed/WorkerTimeout for worker failures.
@@ -476,7 +484,7 @@ def query(
         info, generation = state.model, state.generation
     else:
         info = _model_info(model_dir, cache_dir)
-        conn = index_db.connect(Path(db_path), readonly=True)
+        conn = connection.connect(Path(db_path), readonly=True)
         try:
             generation = latest_ready_generation(conn)
         finally:
@@ -499,7 +507,7 @@ def query(
         return cold.search(db_path, generation.id, query, top_k, fingerprint=info.fingerprint)
 
 
-def semantic_state(
+def generation_state(
     conn: sqlite3.Connection,
     model_dir: Path | None,
     enabled: bool,
@@ -552,4 +560,4 @@ def fetch_model(
     from helpers.semantic import fetch
 
     root = cache_dir or hf_hub_cache_root()
-    return fetch.fetch_model(root, base_url=base_url, progress=progress)
+    return fetch.download_repo(root, base_url=base_url, progress=progress)

@@ -2,7 +2,7 @@
 written in request order.
 
 The worker (which imports only helpers/) reads and answers with it; its client,
-rag_semantic_client, writes the lines. A line is one JSON request, bounded so a runaway client
+helpers.semantic.client, writes the lines. A line is one JSON request, bounded so a runaway client
 cannot exhaust memory.
 """
 

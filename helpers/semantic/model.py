@@ -30,6 +30,9 @@ EMBED_PIPELINE_VERSION = 1
 DEFAULT_MAX_SEQ_LENGTH = 512
 TOKENIZER_FILE = "sentencepiece.bpe.model"
 HASH_CACHE_FILE = "model_hashes.json"
+# Under the data dir: model file hashes (hashing a 118 MB model on every call is slow) and the
+# query tokenizer index (~15 MB), both rebuilt when missing.
+CACHE_SUBDIR = "cache"
 # Preferred ONNX files, best first, with the CPU feature each needs (None = any CPU). The
 # per-ISA files are what the hub's sentence-transformers exports publish.
 ONNX_CANDIDATES: tuple[tuple[str, str | None], ...] = (

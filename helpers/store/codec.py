@@ -26,8 +26,8 @@ from helpers.extract.blocks import Location
 
 HASH_BYTES = 16  # sha256 prefix per vector: 128 bits cannot collide by chance
 
-# zlib level 6 (its default): 0.394x of the Python manual's 10.8 MB of section text in 0.18 s;
-# level 1 gives 0.417x in 0.13 s, level 9 0.393x in 0.18 s (measured for migration 9).
+# zlib's default level: as small as level 9 and as fast (bench/RESULTS.md "Index size,
+# migration 9"); level 1 is faster but larger.
 SECTION_ZLIB_LEVEL = 6
 _LINES = ("line_start", "line_end")
 _PATCH = "="

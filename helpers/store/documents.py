@@ -25,7 +25,8 @@ LIST_SORT_COLUMNS = {
 }
 # needs_reindex: indexed with an older chunking scheme (the next sync re-reads it); a search
 # hit is `stale` instead when its file changed since it was indexed.
-STATUSES = ("indexed", "failed", "needs_ocr", "needs_reindex", "skipped")  # skipped: rag_skipped
+# skipped: a file the last sync saw and did not index (helpers.store.skipped_files)
+STATUSES = ("indexed", "failed", "needs_ocr", "needs_reindex", "skipped")
 READ_MAX_CHARS = 40_000  # one read stays well inside an agent's context; `next_offset` continues
 
 

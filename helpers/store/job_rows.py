@@ -20,7 +20,7 @@ from typing import Any
 
 from helpers import platform_caps
 from helpers.results import JOB
-from helpers.store.index_db import write_transaction
+from helpers.store.connection import write_transaction
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
 FINAL_STATES = ("cancelled", "succeeded", "failed")

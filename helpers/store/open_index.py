@@ -27,7 +27,7 @@ from helpers.errors import (
     storage_fault,
 )
 from helpers.store import job_rows
-from helpers.store.backfill import backfill_trigram, trigram_backfill_pending
+from helpers.store.backfill import TRIGRAM_REBUILD, run_resumable, trigram_backfill_pending
 from helpers.store.index_db import (
     READABLE_FROM_VERSION,
     SCHEMA_VERSION,
@@ -132,7 +132,8 @@ def require_config(config: Config) -> None:
 
 # -- connections -------------------------------------------------------------------------------
 def open_read_only(config: Config) -> sqlite3.Connection:
-    """A connection that never writes (rag_db.connect_read_only) with the configured timeout."""
+    """A connection that never writes (helpers.store.read_only.connect_read_only) with the
+    configured timeout."""
     return connect_read_only(config.db_path, busy_timeout_ms=config.busy_timeout_ms)
 
 
@@ -200,7 +201,7 @@ def _advance_backfill(config: Config) -> None:
     except sqlite3.Error:
         return
     try:
-        backfill_trigram(conn, bounded=True)
+        run_resumable(conn, (TRIGRAM_REBUILD,), bounded=True)
     except sqlite3.OperationalError as exc:
         log.info("trigram backfill left for later: %s", exc)
     finally:

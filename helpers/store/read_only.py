@@ -1,7 +1,8 @@
 """Opening the index without ever writing to it, shared by the service and the semantic worker.
 
 The semantic worker (a separate process that may import only helpers/) scans vectors through
-the same read-only connection as the service, so it lives here; rag_db re-exports it.
+the same read-only connection as the service, so it lives here; helpers.store.index_db
+re-exports it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # Writers hold the lock for one small document or one batch of a big one (about a second,
-# rag_sync_write); readers never wait in WAL mode. 30 s lets a cancel or a second sync_kb queue
-# behind a slow batch instead of failing with "database is locked".
+# helpers.index.document_write); readers never wait in WAL mode. 30 s lets a cancel or a second
+# sync_kb queue behind a slow batch instead of failing with "database is locked".
 BUSY_TIMEOUT_MS = 30_000
 # Read-only opening, in order: mode=ro reads a live WAL index (it needs the -shm file, or the
 # right to create it); immutable=1 skips locking and the -shm, safe only while nobody writes, so

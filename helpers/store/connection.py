@@ -1,0 +1,59 @@
+"""Connections that write the index: settings every writer shares, and the one write transaction.
+
+Below both the migrations and their backfills (which take the write lock batch by batch), so
+neither imports the other's module to open a transaction; index_db re-exports both names.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from helpers.store.read_only import BUSY_TIMEOUT_MS, closed_on_error, connect_uri
+
+
+def connect(
+    db_path: Path, *, readonly: bool = False, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
+    """Autocommit connection (explicit BEGIN IMMEDIATE for writes), WAL, foreign keys on.
+
+    When a PRAGMA fails (a full disk has no room for the WAL, a damaged file) the connection is
+    closed before the error propagates: left to the garbage collector it keeps the index, its
+    WAL and -shm open, and a data dir on a full disk then cannot even be unmounted."""
+    if readonly:
+        conn = connect_uri(f"{db_path.resolve().as_uri()}?mode=ro", busy_timeout_ms)
+    else:
+        conn = sqlite3.connect(
+            str(db_path),
+            isolation_level=None,
+            timeout=busy_timeout_ms / 1000,
+            check_same_thread=False,
+        )
+    with closed_on_error(conn):
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            # Deleted rows and freed pages are overwritten with zeros: a redacted or removed
+            # secret does not linger in the file's free space (purge_removed_text does the FTS).
+            conn.execute("PRAGMA secure_delete = ON")
+    return conn
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (never a half-written row set).
+    SQLite itself rolls a transaction back on some errors (a full disk at commit): then that
+    error is what is raised, not a failed ROLLBACK."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
