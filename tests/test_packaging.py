@@ -1,8 +1,10 @@
 """The installable package: a wheel built from this checkout, installed into a fresh venv outside
 it, gives working `mcp-ragdoc`, `ragdoc`, `ragdoc-console` and `ragdoc-eval` commands.
 
-The venv uses --system-site-packages so the dependencies come from this machine and nothing is
-downloaded; the wheel is built with --no-build-isolation for the same reason."""
+The venv sees the dependencies of the interpreter running the tests (a .pth file naming its
+site-packages), so nothing is downloaded, and a virtualenv running the tests works like the system
+interpreter (`--system-site-packages` would give the *base* interpreter's packages instead); the
+wheel is built with --no-build-isolation for the same reason."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -89,6 +92,31 @@ class Installed:
         return out.stdout.strip()
 
 
+def running_site_packages() -> list[str]:
+    """Where the interpreter running the tests finds its packages (a virtualenv's own, and the
+    system's or the user's when that interpreter sees them)."""
+    found = [*site.getsitepackages(), site.getusersitepackages()]
+    return [path for path in dict.fromkeys(found) if path in sys.path]
+
+
+def see_the_running_packages(venv: Path) -> None:
+    """Put the running interpreter's site-packages behind the venv's own (a .pth line appends to
+    sys.path): the wheel installed into the venv is found first, its dependencies here."""
+    purelib = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    lines = "".join(f"{path}\n" for path in running_site_packages())
+    (Path(purelib) / "zz-running-interpreter.pth").write_text(lines, encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     root = tmp_path_factory.mktemp("wheel")
@@ -106,10 +134,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     (wheel,) = dist.glob("mcp_ragdoc-*.whl")
     venv = root / "venv"
     subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-        timeout=120,
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
     )
+    see_the_running_packages(venv)
     done = subprocess.run(
         [*pip, "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps"]
         + ["--no-index", str(wheel)],
@@ -130,8 +157,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: Installed):
     where = json.loads(
         installed.python(
-            "import json, rag_server, rag_config, web_ui; print(json.dumps("
-            "[rag_server.__file__, str(rag_config.SAMPLE_DIR), str(web_ui.UI_DIR)]))"
+            "import json, rag_server, web_ui; from helpers import config; print(json.dumps("
+            "[rag_server.__file__, str(config.SAMPLE_DIR), str(web_ui.UI_DIR)]))"
         )
     )
     for path in where:
@@ -145,7 +172,7 @@ def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: 
 
 
 def test_the_installed_console_serves_its_page_from_the_data_package(installed: Installed):
-    sample = installed.python("import rag_config; print(rag_config.SAMPLE_DIR)")
+    sample = installed.python("from helpers import config; print(config.SAMPLE_DIR)")
     console = subprocess.Popen(
         [installed.bin("ragdoc-console"), "--knowledge-dir", sample, "--port", "0"],
         stdin=subprocess.DEVNULL,
@@ -178,7 +205,7 @@ def test_ragdoc_demo_and_search_work_on_the_bundled_sample_folder(installed: Ins
     assert "contracts/service-agreement.md" in demo.stdout
     (state,) = (installed.home / ".mcp-ragdoc").iterdir()  # the default private state
     assert (state / "index.sqlite3").is_file()
-    sample = installed.python("import rag_config; print(rag_config.SAMPLE_DIR)")
+    sample = installed.python("from helpers import config; print(config.SAMPLE_DIR)")
     found = installed.run("ragdoc", "--knowledge-dir", sample, "search", "payment terms", "--json")
     assert found.returncode == 0, found.stderr
     hits = json.loads(found.stdout)["hits"]
