@@ -171,6 +171,30 @@ def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: 
     assert "--transport" in installed.run("mcp-ragdoc", "--help").stdout
 
 
+def test_the_installed_scripts_explain_their_commands_and_options(installed: Installed):
+    shown = installed.run("ragdoc", "--help")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage: ragdoc [options] COMMAND")
+    commands = shown.stdout.split("commands:", 1)[1].split("shared options", 1)[0]
+    for name in ("sync", "status", "cancel", "search", "health", "jobs", "watch", "demo", "model"):
+        assert f"    {name} " in commands, name
+    assert "--knowledge-dir" in shown.stdout and "~/.mcp-ragdoc/" in shown.stdout
+    search = installed.run("ragdoc", "search", "--help")
+    assert search.returncode == 0 and search.stdout.startswith("usage: ragdoc search ")
+    for option in ("--top-k", "--path-prefix", "--type", "--mode", "--explain", "--max-chars"):
+        assert option in search.stdout, option
+    wrong = installed.run("ragdoc", "serch", "payment terms")
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert wrong.stderr == (
+        "ragdoc: error: unknown command 'serch'; did you mean `search`? (see `ragdoc --help`)\n"
+    )
+    server = installed.run("mcp-ragdoc", "--help")
+    assert server.returncode == 0 and server.stdout.startswith("usage: mcp-ragdoc [options]\n")
+    assert "MCP server" in server.stdout and "stdin/stdout" in server.stdout
+    assert "--transport" in server.stdout and "--knowledge-dir" in server.stdout
+    assert "`ragdoc --help`" in server.stdout and "search the index" not in server.stdout
+
+
 def test_the_installed_console_serves_its_page_from_the_data_package(installed: Installed):
     sample = installed.python("from helpers import config; print(config.SAMPLE_DIR)")
     console = subprocess.Popen(
