@@ -28,15 +28,19 @@ Search your own documents from the terminal: index a folder (PDF, Office, OpenDo
 CSV, e-mail, scans; any language) and search it by words and by meaning, each hit with its file
 and page, sheet, slide or heading. Nothing leaves the machine. The MCP server (mcp-ragdoc) and the
 web console (ragdoc-console) use the same index."""
-INDEX_HELP = f"""\
+
+
+def index_help(prog: str) -> str:
+    """The end of the help: where the index lives and one example."""
+    return f"""\
 where the index lives:
   ~/{DATA_HOME_NAME}/<folder name>-<hash of its path>/ (index.sqlite3, logs/, sync.lock), one per
-  knowledge dir; --data-dir (RAGDOC_DATA_DIR) puts it anywhere else. --knowledge-dir
-  (RAGDOC_KNOWLEDGE_DIR) is needed by every command but demo, which uses a bundled sample folder.
+  knowledge dir; --data-dir (RAGDOC_DATA_DIR) puts it anywhere else. The knowledge dir must be
+  given (--knowledge-dir or RAGDOC_KNOWLEDGE_DIR); only demo falls back to a bundled sample folder.
 
 example:
-  {PROG} --knowledge-dir ~/Documents/work sync
-  {PROG} --knowledge-dir ~/Documents/work search "payment terms" --top-k 3"""
+  {prog} --knowledge-dir ~/Documents/work sync
+  {prog} --knowledge-dir ~/Documents/work search "payment terms" --top-k 3"""
 
 
 class CommandLineParser(argparse.ArgumentParser):
@@ -114,7 +118,7 @@ def command_name(args: argparse.Namespace) -> str | None:
 def command_line(
     prog: str = PROG,
     about: str = ABOUT,
-    epilog: str = INDEX_HELP,
+    epilog: str | None = None,
     server_options: Callable[[Any], None] | None = None,
     list_commands: bool = True,
 ) -> CommandLine:
@@ -124,7 +128,7 @@ def command_line(
         prog=prog,
         usage=_usage(prog, server=server_options is not None, list_commands=list_commands),
         description=about,
-        epilog=epilog,
+        epilog=index_help(prog) if epilog is None else epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         add_help=False,
     )

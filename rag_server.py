@@ -260,7 +260,7 @@ def script_main(argv: list[str] | None = None) -> int:
     """`python rag_server.py`: the MCP server with no command, else the command; its help lists
     both."""
     prog = os.path.basename(sys.argv[0]) or "rag_server.py"
-    epilog = rag_cli.INDEX_HELP.replace(f"{rag_cli.PROG} ", f"python {prog} ")
+    epilog = rag_cli.index_help(f"python {prog}")
     line = rag_cli.command_line(prog, SCRIPT_ABOUT, epilog, http_transport.add_transport_arguments)
     return _run(line, argv, server=True)
 
