@@ -9,7 +9,6 @@ Every tool is a thin call into rag_service; stdout carries only the MCP protocol
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import sys
@@ -17,8 +16,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+import rag_cli
 import rag_service
-from helpers.config import Config, add_config_arguments, config_from_args
+from helpers.config import Config, config_from_args
 from helpers.errors import RagError
 from helpers.results import ANSWER_MAX_CHARS_CAP, ANSWER_MAX_CHARS_DEFAULT, ANSWER_MAX_CHARS_MIN
 from helpers.web import http_transport
@@ -230,19 +230,57 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
     return mcp
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    prog = os.path.basename(sys.argv[0]) or "rag_server.py"  # mcp-ragdoc / ragdoc when installed
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
-    add_config_arguments(parser)
-    http_transport.add_transport_arguments(parser)
-    args, rest = parser.parse_known_args(argv)
-    config = config_from_args(args, demo=rest[:1] == ["demo"])
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    if rest:
-        import rag_cli
+SERVER_ABOUT = """\
+The MCP-RagDoc MCP server: gives an MCP client (Claude, Cursor, Codex, ...) search over one folder
+of documents (PDF, Office, OpenDocument, Markdown, CSV, scans; any language), each hit with its
+file and page, sheet, slide or heading. It speaks MCP over stdin/stdout (the default: what a
+client's "command" and "args" start); --transport http serves Streamable HTTP instead, so several
+clients share one server and one index."""
+SERVER_EPILOG = """\
+a client configuration (Claude Desktop, Cursor, ...):
+  {"mcpServers": {"ragdoc": {"command": "mcp-ragdoc", "args": ["--knowledge-dir", "/abs/docs"]}}}
 
-        return rag_cli.run(config, rest)
+For the terminal commands (sync, search, status, health, ...) run `ragdoc --help`."""
+SCRIPT_ABOUT = f"""\
+{rag_cli.ABOUT}
+
+With no command: the MCP server over stdin/stdout (what an MCP client starts); --transport http
+serves Streamable HTTP. With a command: that terminal command (`ragdoc` when installed)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`mcp-ragdoc`: the MCP server (its help is about the server; commands still run)."""
+    line = rag_cli.command_line(
+        "mcp-ragdoc", SERVER_ABOUT, SERVER_EPILOG, http_transport.add_transport_arguments, False
+    )
+    return _run(line, argv, server=True)
+
+
+def script_main(argv: list[str] | None = None) -> int:
+    """`python rag_server.py`: the MCP server with no command, else the command; its help lists
+    both."""
+    prog = os.path.basename(sys.argv[0]) or "rag_server.py"
+    epilog = rag_cli.index_help(f"python {prog}")
+    line = rag_cli.command_line(prog, SCRIPT_ABOUT, epilog, http_transport.add_transport_arguments)
+    return _run(line, argv, server=True)
+
+
+def cli_main(argv: list[str] | None = None) -> int:
+    """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
+    it prints its help rather than starting an MCP server on a terminal)."""
+    return _run(rag_cli.command_line(), argv, server=False)
+
+
+def _run(line: rag_cli.CommandLine, argv: list[str] | None, server: bool) -> int:
+    args = line.parse(list(sys.argv[1:] if argv is None else argv))
+    command = rag_cli.command_name(args)
+    if command is None and not server:
+        line.parser.print_help(sys.stderr)
+        return 2
+    config = config_from_args(args, demo=command == "demo")
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if command is not None:
+        return rag_cli.run(config, args)
     # Watch mode logs to stderr (stdout stays the protocol) and starts only for a server that is
     # up: an HTTP server that cannot bind must not leave a sync running behind it.
     watch = (lambda: rag_service.start_watch_thread(config)) if config.watch else None
@@ -254,19 +292,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def cli_main(argv: list[str] | None = None) -> int:
-    """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
-    it prints the commands rather than starting an MCP server on a terminal)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    options = argparse.ArgumentParser(add_help=False)
-    add_config_arguments(options)
-    if not options.parse_known_args(args)[1]:
-        import rag_cli
-
-        rag_cli.command_parser().print_help(sys.stderr)
-        return 2
-    return main(args)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(script_main())

@@ -101,7 +101,9 @@ def _env(name: str) -> str | None:
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
-    """The launch arguments shared by the MCP server, CLI, console and eval."""
+    """The launch arguments shared by the MCP server, CLI, console and eval. A flag not given is
+    the parser's `argument_default` (None: read RAGDOC_*; a command's copy uses SUPPRESS so it
+    never overwrites a value given before the command)."""
     parser.add_argument("--knowledge-dir", help="folder of documents to index (read-only)")
     parser.add_argument("--data-dir", help="private folder for the index, logs and locks")
     parser.add_argument("--db", help="SQLite index file (default: <data-dir>/index.sqlite3)")
@@ -119,19 +121,19 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--read-only",
         action="store_true",
-        default=None,
+        default=parser.argument_default,
         help="never write to the data dir: search a copied or mounted index; sync is refused",
     )
     parser.add_argument(
         "--watch",
         action="store_true",
-        default=None,
+        default=parser.argument_default,
         help="MCP server / console: sync changed files automatically (RAGDOC_WATCH)",
     )
     parser.add_argument(
         "--watch-polling",
         action="store_true",
-        default=None,
+        default=parser.argument_default,
         help="watch by polling instead of inotify, e.g. on network shares (RAGDOC_WATCH_POLLING)",
     )
     parser.add_argument(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,20 @@ def legacy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.fixture(autouse=True)
+def private_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's conversions work under a folder of its own, so the leftover check below sees
+    only them, never another test's or another program's LibreOffice running at the same time."""
+    folder = tmp_path / "conversions"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 def soffice_leftovers() -> list[str]:
+    """Processes still running a conversion of this test (their command line names its profile
+    under the test's private temp folder; found through /proc whoever their parent is now)."""
+    mark = os.path.join(tempfile.gettempdir(), "ragdoc-soffice-").encode()
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -51,7 +65,7 @@ def soffice_leftovers() -> list[str]:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"ragdoc-soffice-" in cmdline:
+            if mark in cmdline:
                 found.append(entry.name)
     return found
 

@@ -1,8 +1,10 @@
 """The installable package: a wheel built from this checkout, installed into a fresh venv outside
 it, gives working `mcp-ragdoc`, `ragdoc`, `ragdoc-console` and `ragdoc-eval` commands.
 
-The venv uses --system-site-packages so the dependencies come from this machine and nothing is
-downloaded; the wheel is built with --no-build-isolation for the same reason."""
+The venv sees the dependencies of the interpreter running the tests (a .pth file naming its
+site-packages), so nothing is downloaded, and a virtualenv running the tests works like the system
+interpreter (`--system-site-packages` would give the *base* interpreter's packages instead); the
+wheel is built with --no-build-isolation for the same reason."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 import tomllib
@@ -89,6 +92,31 @@ class Installed:
         return out.stdout.strip()
 
 
+def running_site_packages() -> list[str]:
+    """Where the interpreter running the tests finds its packages (a virtualenv's own, and the
+    system's or the user's when that interpreter sees them)."""
+    found = [*site.getsitepackages(), site.getusersitepackages()]
+    return [path for path in dict.fromkeys(found) if path in sys.path]
+
+
+def see_the_running_packages(venv: Path) -> None:
+    """Put the running interpreter's site-packages behind the venv's own (a .pth line appends to
+    sys.path): the wheel installed into the venv is found first, its dependencies here."""
+    purelib = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('purelib'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    lines = "".join(f"{path}\n" for path in running_site_packages())
+    (Path(purelib) / "zz-running-interpreter.pth").write_text(lines, encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     root = tmp_path_factory.mktemp("wheel")
@@ -106,10 +134,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
     (wheel,) = dist.glob("mcp_ragdoc-*.whl")
     venv = root / "venv"
     subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)],
-        check=True,
-        timeout=120,
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
     )
+    see_the_running_packages(venv)
     done = subprocess.run(
         [*pip, "--python", str(venv / "bin" / "python"), "install", "-q", "--no-deps"]
         + ["--no-index", str(wheel)],
@@ -142,6 +169,30 @@ def test_the_installed_copy_runs_from_the_venv_not_from_the_checkout(installed: 
         shown = installed.run(script, "--help")
         assert shown.returncode == 0 and "--knowledge-dir" in shown.stdout, shown.stderr
     assert "--transport" in installed.run("mcp-ragdoc", "--help").stdout
+
+
+def test_the_installed_scripts_explain_their_commands_and_options(installed: Installed):
+    shown = installed.run("ragdoc", "--help")
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("usage: ragdoc [options] COMMAND")
+    commands = shown.stdout.split("commands:", 1)[1].split("shared options", 1)[0]
+    for name in ("sync", "status", "cancel", "search", "health", "jobs", "watch", "demo", "model"):
+        assert f"    {name} " in commands, name
+    assert "--knowledge-dir" in shown.stdout and "~/.mcp-ragdoc/" in shown.stdout
+    search = installed.run("ragdoc", "search", "--help")
+    assert search.returncode == 0 and search.stdout.startswith("usage: ragdoc search ")
+    for option in ("--top-k", "--path-prefix", "--type", "--mode", "--explain", "--max-chars"):
+        assert option in search.stdout, option
+    wrong = installed.run("ragdoc", "serch", "payment terms")
+    assert (wrong.returncode, wrong.stdout) == (2, "")
+    assert wrong.stderr == (
+        "ragdoc: error: unknown command 'serch'; did you mean `search`? (see `ragdoc --help`)\n"
+    )
+    server = installed.run("mcp-ragdoc", "--help")
+    assert server.returncode == 0 and server.stdout.startswith("usage: mcp-ragdoc [options]\n")
+    assert "MCP server" in server.stdout and "stdin/stdout" in server.stdout
+    assert "--transport" in server.stdout and "--knowledge-dir" in server.stdout
+    assert "`ragdoc --help`" in server.stdout and "search the index" not in server.stdout
 
 
 def test_the_installed_console_serves_its_page_from_the_data_package(installed: Installed):
