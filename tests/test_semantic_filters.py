@@ -166,3 +166,21 @@ def test_an_unreadable_allowed_payload_is_refused_with_a_hint(payload: object) -
     with pytest.raises(AllowedError) as caught:
         AllowedRanges.decode(payload)
     assert caught.value.hint
+
+
+def test_restricting_random_blocks_keeps_exactly_the_rows_isin_keeps() -> None:
+    rng = np.random.default_rng(9)
+    allowed_ids = rng.choice(5000, size=700, replace=False)
+    ranges = AllowedRanges.from_ids(allowed_ids.tolist())
+    for _ in range(200):
+        start = int(rng.integers(0, 5000))
+        ids = rng.permutation(np.arange(start, start + int(rng.integers(1, 64))))
+        vectors = np.arange(len(ids) * 2, dtype=np.float16).reshape(-1, 2)
+        keep = np.isin(ids, allowed_ids)
+        rows = ranges.restrict(ids, vectors)
+        if not keep.any():
+            assert rows is None
+        else:
+            assert rows is not None
+            assert rows[0].tolist() == ids[keep].tolist()
+            assert np.array_equal(rows[1], vectors[keep])

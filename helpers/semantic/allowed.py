@@ -82,11 +82,19 @@ class AllowedRanges:
         inside[inside] = chunk_ids[inside] < self.ends[at[inside]]
         return inside
 
+    def _touches(self, low: int, high: int) -> bool:
+        """Whether any range meets [low, high]: a block far from the filter costs two
+        binary searches, not a lookup per row."""
+        first = np.searchsorted(self.ends, low, side="right")  # first range ending past low
+        return bool(first < len(self.starts) and self.starts[first] <= high)
+
     def restrict(
         self, chunk_ids: np.ndarray, vectors: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """The allowed rows of one block (the arrays themselves when all are), None when none
         is: a block the filter does not touch is never scored."""
+        if len(chunk_ids) == 0 or not self._touches(int(chunk_ids.min()), int(chunk_ids.max())):
+            return None
         keep = self.mask(chunk_ids)
         if not keep.any():
             return None
