@@ -184,3 +184,33 @@ def test_restricting_random_blocks_keeps_exactly_the_rows_isin_keeps() -> None:
             assert rows is not None
             assert rows[0].tolist() == ids[keep].tolist()
             assert np.array_equal(rows[1], vectors[keep])
+
+
+def test_filter_ranges_hold_every_chunk_of_a_document_whose_ids_have_gaps(tmp_path: Path) -> None:
+    conn = index_db.open_index(tmp_path / "index.sqlite3")
+    try:
+        first = add_document(conn, "small/a.md", ["one", "two"])
+        other = add_document(conn, "big/b.md", ["three", "four"])
+        late = add_document(conn, "small/c.md", ["five"])
+        # A chunk of small/a.md written after the others: that document's ids are not one run.
+        doc, section = conn.execute(
+            "SELECT document_id, section_id FROM chunks WHERE id = ?", (first[0],)
+        ).fetchone()
+        gap = conn.execute(
+            "INSERT INTO chunks(document_id, section_id, ordinal, text, norm_stored, text_hash, "
+            "location) VALUES (?, ?, 2, 'six', 'six', 'x', '{}')",
+            (doc, section),
+        ).lastrowid
+        ranges = candidates._filter_ranges(conn, Filters(path_prefix="small"))
+        assert ranges is not None
+        probe = np.arange(0, gap + 5, dtype=np.int64)
+        assert probe[ranges.mask(probe)].tolist() == sorted([*first, *late, gap])
+        assert not set(other) & set(probe[ranges.mask(probe)].tolist())
+        assert candidates._filter_ranges(conn, Filters()) is None
+    finally:
+        conn.close()
+
+
+def test_spans_in_any_order_merge_into_sorted_disjoint_ranges() -> None:
+    ranges = AllowedRanges.from_spans([(10, 12), (1, 3), (3, 5), (11, 15), (20, 20)])
+    assert ranges.starts.tolist() == [1, 10] and ranges.ends.tolist() == [5, 15]

@@ -46,6 +46,20 @@ class AllowedRanges:
         ends = np.concatenate((values[breaks] + 1, [values[-1] + 1]))
         return cls(starts.astype(np.int64), ends.astype(np.int64))
 
+    @classmethod
+    def from_spans(cls, spans: Iterable[tuple[int, int]]) -> AllowedRanges:
+        """Ranges from [start, end) spans in any order, overlapping or touching ones merged."""
+        pairs = sorted((int(a), int(b)) for a, b in spans if b > a)
+        starts: list[int] = []
+        ends: list[int] = []
+        for start, end in pairs:
+            if ends and start <= ends[-1]:
+                ends[-1] = max(ends[-1], end)
+            else:
+                starts.append(start)
+                ends.append(end)
+        return cls(np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64))
+
     @property
     def count(self) -> int:
         return int((self.ends - self.starts).sum())

@@ -24,6 +24,7 @@ from helpers.semantic.generations import (
     query,
     semantic_state,
 )
+from helpers.store.batched import rows_in
 
 if TYPE_CHECKING:
     from helpers.config import Config
@@ -82,16 +83,29 @@ def query_candidates(
 
 def _filter_ranges(conn: sqlite3.Connection, filters: Filters) -> AllowedRanges | None:
     """The chunk ids a narrowing filter allows (staging documents never), None without one:
-    then the whole generation is scanned and only staging rows are dropped afterwards."""
+    then the whole generation is scanned and only staging rows are dropped afterwards.
+
+    Read per document (first id, last id, count), not per chunk: a sync writes a document's
+    chunks with consecutive ids, so a filter over a million chunks is a few thousand rows; a
+    document whose ids have gaps has its ids listed."""
     if not (filters.path_prefix or filters.file_types or filters.modified_after_ns is not None):
         return None
     where, params = filters.sql()
-    rows = conn.execute(
-        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-        f"WHERE {where} AND {not_staging_sql('d')}",
+    spans: list[tuple[int, int]] = []
+    gapped: list[int] = []
+    for doc_id, first, last, count in conn.execute(
+        "SELECT d.id, MIN(c.id), MAX(c.id), COUNT(*) FROM documents d "
+        "JOIN chunks c ON c.document_id = d.id "
+        f"WHERE {where} AND {not_staging_sql('d')} GROUP BY d.id",
         (*params, *STAGING_RANGE),
-    )
-    return AllowedRanges.from_ids(row[0] for row in rows)
+    ):
+        if last - first + 1 == count:
+            spans.append((first, last + 1))
+        else:
+            gapped.append(doc_id)
+    for (cid,) in rows_in(conn, "SELECT id FROM chunks WHERE document_id IN ({marks})", gapped):
+        spans.append((cid, cid + 1))
+    return AllowedRanges.from_spans(spans)
 
 
 def _allowed(
