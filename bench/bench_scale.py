@@ -215,6 +215,11 @@ def measure(
         "small_folder_chunks": len(small_ids),
         "small_hits_global_then_filter": statistics.mean(old_hits),
         "small_hits_exact_filter": statistics.mean(new_hits),
+        # The bytes the warm cache holds (exact), and the process's RSS growth when it filled
+        # (undercounts after earlier sizes or the synthesis freed memory the allocator reuses).
+        "warm_cache_held_mb": round(
+            sum(ids.nbytes + v.nbytes for ids, v in scanner.blocks) / 2**20, 1
+        ),
         "warm_cache_rss_mb": round(cache_mb, 1),
         "warm_cache_to_vectors": round(cache_mb / (count * dim * 2 / 2**20), 3),
         "hubness_full_pass_s": round(old_sample_s, 3),
