@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers.semantic import vector_pack
+from helpers.semantic import allowed, vector_pack
 from helpers.semantic.batching import plan_batches
 from helpers.semantic.lines import LineReader
 from helpers.semantic.model import (
@@ -541,8 +541,8 @@ class Worker:
             db,
             generation,
             request.get("fingerprint"),
-            embedder.info.dim,
-            lambda ids, block: top.add(ids, embedder.scores(block, q)),
+            embedder.info.dim,  # with a search filter only the rows it allows are scored
+            allowed.restricted(request, lambda ids, v: top.add(ids, embedder.scores(v, q))),
         )
         t2 = time.perf_counter()
         log.info(

@@ -142,7 +142,7 @@ def test_search_reads_the_newest_generation_for_the_correction(tmp_path: Path):
 def test_a_slow_build_for_one_index_does_not_block_the_correction_of_another(
     tmp_path: Path, monkeypatch
 ):
-    """The reference sample of a large index takes one pass over all its vectors; meanwhile a
+    """The reference sample of a large index takes one pass over all its chunk ids; meanwhile a
     search of another index (another generation) is corrected at once, not after it."""
     import threading
 
@@ -155,15 +155,15 @@ def test_a_slow_build_for_one_index_does_not_block_the_correction_of_another(
         )
         refs[name] = (db, ref)
     entered, release = threading.Event(), threading.Event()
-    real_rows = hubness_store._block_rows
+    real_ids = hubness_store._block_ids
 
-    def paused_rows(conn, generation, where="", params=()):  # type: ignore[no-untyped-def]
-        if generation.db == str(refs["big"][0]) and not where:  # the big index's sample pass
+    def paused_ids(conn, generation):  # type: ignore[no-untyped-def]
+        if generation.db == str(refs["big"][0]):  # the big index's sample pass
             entered.set()
             assert release.wait(600), "the test never released the big build"
-        yield from real_rows(conn, generation, where, params)
+        yield from real_ids(conn, generation)
 
-    monkeypatch.setattr(hubness_store, "_block_rows", paused_rows)
+    monkeypatch.setattr(hubness_store, "_block_ids", paused_ids)
     hubness_store._cache.clear()
     weak = [(1, 0.80), (2, 0.79), (3, 0.70)]
     results: dict[str, list[tuple[int, float]]] = {}
@@ -190,3 +190,43 @@ def test_a_slow_build_for_one_index_does_not_block_the_correction_of_another(
     assert results["big"][0][0] == 2  # the paused build finished with the right answer
     assert len(hubness_store._cache) == 2
     hubness_store._cache.clear()
+
+
+def test_the_reference_sample_reads_only_sampled_rows_and_equals_the_full_pass_sample(
+    tmp_path: Path, monkeypatch
+):
+    """At 3,000 vectors the stride takes every third one: read row by row (incremental BLOB
+    I/O), the sample and the candidates' vectors are the rows a full pass would give, and no
+    statement selects the vector BLOBs themselves."""
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng.standard_normal((3 * hubness.SAMPLE_SIZE - 72, DIM)))
+    db = tmp_path / "index.sqlite3"
+    generation = _generation(db, vectors)
+    ref = hubness_store.GenerationRef(
+        str(db), generation.id, generation.fingerprint, generation.vector_count, generation.dim
+    )
+    conn = index_db.connect(db, readonly=True)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    try:
+        state = hubness_store._state(conn, ref)
+        blocks = [
+            (vector_pack.unpack_ids(i), vector_pack.unpack_vectors(v, n, DIM))
+            for i, v, n in index_db.connect(db, readonly=True).execute(
+                "SELECT chunk_ids, vectors, count FROM semantic_blocks ORDER BY block_no"
+            )
+        ]
+        full = hubness.stride_sample(blocks, len(vectors), hubness.SAMPLE_SIZE)
+        assert len(full) <= hubness.SAMPLE_SIZE
+        assert np.array_equal(state.index.sample, full)
+        wanted = [5, 700, 2999, 10**6]  # the last one is not in the generation
+        ids, found = hubness_store._candidate_vectors(conn, ref, state, wanted)
+        assert ids == [5, 700, 2999]
+        assert np.array_equal(found, vectors[[4, 699, 2998]].astype(np.float16).astype(np.float32))
+        assert statements and not any("vectors" in s.split("FROM")[0] for s in statements)
+        monkeypatch.setattr(hubness_store, "WHOLE_BLOCK_ROWS", 8)  # blocks here hold 64 rows
+        many = list(range(0, 64, 3))  # past the bound: one read of the whole BLOB
+        rows = hubness_store._read_rows(conn, ref, {0: many})
+        assert all(np.array_equal(rows[(0, r)], blocks[0][1][r]) for r in many)
+    finally:
+        conn.close()

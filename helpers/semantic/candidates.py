@@ -3,8 +3,9 @@
 It stands apart from rag_semantic (which builds generations, answers one query and reports
 health) because keeping workers alive between searches is the server's concern, not the
 channel's: a warm query worker per model serves a burst of searches (~50 ms each instead of
-~1 s cold) and exits by itself when idle, the ML runtime never enters the server, and the vector
-scan, which sees the whole index, is narrowed here to what the search filters allow.
+~1 s cold) and exits by itself when idle, the ML runtime never enters the server, and the
+search filters become the chunk ids the worker may score (helpers.semantic.allowed), so a
+filtered search gets the best hits within the filter, however small the folder.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
+from helpers.semantic.allowed import AllowedRanges
 from helpers.semantic.generations import (
     CACHE_SUBDIR,
     NotReadyError,
@@ -22,6 +24,7 @@ from helpers.semantic.generations import (
     generation_state,
     query,
 )
+from helpers.store.batched import rows_in
 
 if TYPE_CHECKING:
     from helpers.config import Config
@@ -54,6 +57,9 @@ def query_candidates(
     )
     if state.state not in ("ready", "outdated"):
         raise NotReadyError(f"semantic search {state.state}", state.hint)
+    within = _filter_ranges(conn, filters)
+    if within is not None and within.count == 0:
+        return []
     with _warm_lock:
         worker = _warm_workers.get(model_dir)
         if worker is None or not worker.is_running:
@@ -70,15 +76,43 @@ def query_candidates(
             log_path=log_path,
             worker=worker,
             state=state,  # the model and generation just read: not read twice
+            allowed=within,
         )
     return _allowed(conn, hits, filters)
+
+
+def _filter_ranges(conn: sqlite3.Connection, filters: Filters) -> AllowedRanges | None:
+    """The chunk ids a narrowing filter allows (staging documents never), None without one:
+    then the whole generation is scanned and only staging rows are dropped afterwards.
+
+    Read per document (first id, last id, count), not per chunk: a sync writes a document's
+    chunks with consecutive ids, so a filter over a million chunks is a few thousand rows; a
+    document whose ids have gaps has its ids listed."""
+    if not (filters.path_prefix or filters.file_types or filters.modified_after_ns is not None):
+        return None
+    where, params = filters.sql()
+    spans: list[tuple[int, int]] = []
+    gapped: list[int] = []
+    for doc_id, first, last, count in conn.execute(
+        "SELECT d.id, MIN(c.id), MAX(c.id), COUNT(*) FROM documents d "
+        "JOIN chunks c ON c.document_id = d.id "
+        f"WHERE {where} AND {not_staging_sql('d')} GROUP BY d.id",
+        (*params, *STAGING_RANGE),
+    ):
+        if last - first + 1 == count:
+            spans.append((first, last + 1))
+        else:
+            gapped.append(doc_id)
+    for (cid,) in rows_in(conn, "SELECT id FROM chunks WHERE document_id IN ({marks})", gapped):
+        spans.append((cid, cid + 1))
+    return AllowedRanges.from_spans(spans)
 
 
 def _allowed(
     conn: sqlite3.Connection, hits: list[tuple[int, float]], filters: Filters
 ) -> list[tuple[int, float]]:
-    """The vector scan sees the whole index: keep the candidates the filters allow, never a
-    staging document (a big one being swapped in, or its old version being deleted)."""
+    """Keep the candidates the filters allow, never a staging document (a big one being
+    swapped in, or its old version being deleted, since the worker's scan began)."""
     if not hits:
         return hits
     where, params = filters.sql()

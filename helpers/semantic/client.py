@@ -23,6 +23,7 @@ import numpy as np
 
 from helpers.errors import RagError
 from helpers.semantic import vector_pack
+from helpers.semantic.allowed import AllowedRanges
 from helpers.semantic.worker_args import DEFAULT_THREADS, WorkerArgs
 
 WORKER_SCRIPT = Path(__file__).resolve().parents[2] / "semantic_worker.py"
@@ -208,10 +209,14 @@ class SemanticWorker:
         top_k: int,
         *,
         fingerprint: str | None = None,
+        allowed: AllowedRanges | None = None,
     ) -> list[tuple[int, float]]:
-        """Exact cosine top-k of `query` over one ready generation (chunk id, score)."""
+        """Exact cosine top-k of `query` over one ready generation (chunk id, score); with
+        `allowed`, over those chunk ids only (an exact search filter)."""
         db = str(Path(db_path).resolve())
         payload = {"op": "search", "db": db, "generation": generation, "query": query}
+        if allowed is not None:
+            payload["allowed"] = allowed.encode()
         r = self.request({**payload, "top_k": top_k, "fingerprint": fingerprint})
         return [(int(cid), float(score)) for cid, score in r["hits"]]
 

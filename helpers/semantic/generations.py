@@ -46,6 +46,7 @@ from helpers.store.codec import text_digest
 
 if TYPE_CHECKING:
     from helpers.config import Config
+    from helpers.semantic.allowed import AllowedRanges
     from helpers.semantic.fetch import FetchResult
 
 
@@ -470,11 +471,13 @@ def query(
     threads: int = DEFAULT_THREADS,
     worker: SemanticWorker | None = None,
     state: SemanticState | None = None,
+    allowed: AllowedRanges | None = None,
 ) -> list[tuple[int, float]]:
     """Top-k (chunk id, cosine) for `query`; cold (spawn, answer, exit) unless a worker is given.
 
     A `state` from `generation_state` supplies the model and the newest generation already read
-    (model_dir and cache_dir are then not consulted). Raises NotReadyError when no generation
+    (model_dir and cache_dir are then not consulted); `allowed` limits the scan to those chunk
+    ids (an exact search filter). Raises NotReadyError when no generation
     of the current model is ready, ModelError for a broken model folder and
     WorkerError/WorkerCrashed/WorkerTimeout for worker failures.
     """
@@ -496,7 +499,9 @@ def query(
             "the semantic index was built with another model or model version", BUILD_HINT
         )
     if worker is not None:
-        return worker.search(db_path, generation.id, query, top_k, fingerprint=info.fingerprint)
+        return worker.search(
+            db_path, generation.id, query, top_k, fingerprint=info.fingerprint, allowed=allowed
+        )
     with SemanticWorker(
         info.model_dir,
         log_path=log_path,
@@ -504,7 +509,9 @@ def query(
         threads=threads,
         timeout_s=timeout_s,
     ) as cold:
-        return cold.search(db_path, generation.id, query, top_k, fingerprint=info.fingerprint)
+        return cold.search(
+            db_path, generation.id, query, top_k, fingerprint=info.fingerprint, allowed=allowed
+        )
 
 
 def generation_state(
