@@ -20,13 +20,6 @@ UNTRUSTED_NOTICE = (
 )
 
 DETAILS = ("compact", "full")
-# rag_search's response budget (characters of the serialised structured content). 8,000 keeps
-# eight hits with their matched passages verbatim (children are 262 characters on average,
-# 368 at most, on the eval sets) plus per-hit metadata (~300 characters compact), and lands the
-# mean over every public eval set near 7,000 (bench/bench_answer_size.py; 25,700 before).
-ANSWER_MAX_CHARS_DEFAULT = 8_000
-ANSWER_MAX_CHARS_CAP = 60_000  # fifteen whole 4,000-character sections: still one tool call
-ANSWER_MAX_CHARS_MIN = 1_000  # below this not even one hit with its citation fits
 CONFIDENCE_LEVELS = ("high", "medium", "low")
 
 
@@ -263,6 +256,23 @@ class ChannelRank:
 
 
 @dataclass(frozen=True)
+class MatchedChild:
+    """The hit's matched child, for the answer budget's windows and copy check (not serialised)."""
+
+    text: str
+    sha256: str  # of its document: the same bytes under another path are a copy
+    breadcrumb: str  # the heading path chunking put on the child's first line
+
+
+@dataclass(frozen=True)
+class TopMatch:
+    """What the confidence band needs of the top hit beyond its ranks (rag_search fills it)."""
+
+    coverage: float = 0.0  # 0-1, content words of the query found in its section (or path)
+    pointer: float = 0.0  # 0-1, how far its section only quotes the query in a cross-reference
+
+
+@dataclass(frozen=True)
 class Hit:
     rank: int
     path: str  # relative to the knowledge dir: cite this as display_path
@@ -279,7 +289,8 @@ class Hit:
     ocr: bool = False
     stale: bool = False  # the file changed since it was indexed: re-sync before trusting
     other_paths: tuple[str, ...] = ()  # copies of this document (same text) under other paths
-    hub: float = 0.0  # sections.hub of its section, for rag_confidence (not serialised)
+    hub: float = 0.0  # sections.hub of its section, for the confidence band (not serialised)
+    child: MatchedChild | None = None  # for the answer budget (not serialised)
 
     @property
     def citation(self) -> str:
@@ -330,7 +341,7 @@ class Source:
 
 @dataclass(frozen=True)
 class Omitted:
-    """What a budgeted response left out (rag_answer.fit)."""
+    """What a budgeted response left out (helpers.ranking.answer_budget.fit)."""
 
     hits: int = 0  # hits dropped entirely
     cut_sections: tuple[int, ...] = ()  # sections shown as a window (cut marked with …)
@@ -362,6 +373,7 @@ class SearchResult:
     omitted: Omitted = field(default_factory=Omitted)
     more: str | None = None  # how to get what was left out
     detail: str = "full"
+    top: TopMatch = field(default_factory=TopMatch)  # confidence inputs (not serialised)
 
     @property
     def truncated(self) -> bool:

@@ -26,7 +26,7 @@ MAX_MODULE_LINES = 600  # one concern a module; split by concern past this
 
 # What a face may import of ours: the service, the records and errors every face shares, and
 # its own parts.
-FACE_SHARED = ("helpers.config", "helpers.errors", "helpers.results")
+FACE_SHARED = ("helpers.bounds", "helpers.config", "helpers.errors", "helpers.results")
 FACE_EXTRAS: dict[str, tuple[str, ...]] = {
     "rag_server": (
         "rag_cli",
