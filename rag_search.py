@@ -12,13 +12,11 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   variants  split/joined words: data base <-> database (helpers.lexical.variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
-Lexical channels are fused by RRF; in hybrid mode, lexical evidence and the semantic cosine are
-combined per parent section (hybrid_fuse). In every mode, hub sections (contents pages, indexes,
-lists of questions or links: sections.hub) are lowered by a bounded prior (HUB_PRIOR), and so
-are sections that only quote the query in a cross-reference (the pointer prior). Fusion is
-deterministic: fixed constants (helpers.ranking.constants), ties broken by path, then position
-in the file. The result carries what the confidence band and the answer budget need
-(TopMatch, each hit's MatchedChild), so the service shapes the answer without reading again.
+RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
+(hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
+are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
+by path, then position. The result carries what the band and the budget need (TopMatch, each
+hit's MatchedChild): the service shapes the answer without reading again.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 rag_search (fusion, priors, ties), helpers.semantic.candidates (how many candidates) and
 helpers.ranking.confidence (the band) read them from here. The measurements behind them are in
-bench/RESULTS.md ("Fusion", "Answer confidence", "Pointer spans", "manru: copies, scales and
-names"); the section names are given beside each group.
+bench/RESULTS.md: "Hybrid fusion ablation", "Hub pages and the wave-2 fusion ablation",
+"Answer confidence" and the section on byte-identical copies of the semantic candidates.
 """
 
 from __future__ import annotations
