@@ -19,15 +19,16 @@ from fastmcp.resources import Resource, ResourceContent, ResourceResult, Resourc
 from fastmcp.server.providers import Provider
 
 import rag_service
+from helpers import bounds
 from helpers.config import Config
 from helpers.errors import IndexMissing, RagError
 
 SCHEME_PREFIX = "ragdoc://doc/"
 TEMPLATE = SCHEME_PREFIX + "{path*}{?section,offset}"
 SERVED_AS = "text/markdown"  # what a read returns: headings per section, then the text
-# resources/list answers in one message: past this many documents an agent should use rag_list
+# resources/list answers in one message, one rag_list page: past it an agent should use rag_list
 # (paged) or rag_search; any indexed path still reads through the template.
-LIST_MAX = 1000
+LIST_MAX = bounds.LIST_LIMIT_MAX
 # Documents with text to read (failed and skipped files have none); needs_reindex (an older
 # chunk scheme) reads as it is until the next sync.
 LISTED_STATUSES = ("indexed", "needs_ocr", "needs_reindex")

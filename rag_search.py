@@ -1,6 +1,8 @@
-"""Retrieval: independent ranked channels over the index, fused into one ranking.
+"""Retrieval: one whole search over one parsed query and one connection, fused into one ranking.
 
-Channels (each can be switched off for ablation through SearchOptions.channels):
+`run` is what rag_service calls: it opens the read connection, asks the warm query worker for
+semantic candidates (unless the mode is lexical) and calls `search`, which runs the channels
+(each can be switched off for ablation through SearchOptions.channels):
   filename  the query names a file (helpers.lexical.filename)
   words     word-level BM25 with Snowball prefix stems (helpers.lexical.channels)
   sections  parent sections ranked by query-term density (summed chunk scores / chunks)
@@ -10,14 +12,16 @@ Channels (each can be switched off for ablation through SearchOptions.channels):
   variants  split/joined words: data base <-> database (helpers.lexical.variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
-Lexical channels are fused by RRF; in hybrid mode, lexical evidence and the semantic cosine are
-combined per parent section (hybrid_fuse). In every mode, hub sections (contents pages, indexes,
-lists of questions or links: sections.hub) are lowered by a bounded prior (HUB_PRIOR). Fusion
-is deterministic: fixed constants and weights, ties broken by path, then position in the file.
+RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
+(hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
+are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
+by path, then position. The result carries what the band and the budget need (TopMatch, each
+hit's MatchedChild): the service shapes the answer without reading again.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections import Counter
@@ -25,6 +29,9 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from helpers.config import Config
+from helpers.errors import RagError, SemanticUnavailable
+from helpers.health import semantic_state
 from helpers.lexical.channels import (
     channel_bm25,
     channel_exact,
@@ -43,13 +50,28 @@ from helpers.lexical.common import (
 )
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
-from helpers.lexical.pointers import apply_pointer_prior
+from helpers.lexical.pointers import apply_pointer_prior, pointer_match, pointer_weight
 from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
-from helpers.results import ChannelRank, Hit, SearchResult
+from helpers.ranking.confidence import coverage
+from helpers.ranking.constants import (
+    CHANNEL_WEIGHTS,
+    HUB_PRIOR,
+    HYBRID_LEXICAL_BASE,
+    HYBRID_MARGIN_GAIN,
+    HYBRID_SHARE_BOUNDS,
+    RRF_K,
+    SEMANTIC_CHILD_COUNT,
+    SEMANTIC_CHILD_SHARE,
+    SEMANTIC_DISTINCT,
+    TIE_WINDOW_PER_HIT,
+)
+from helpers.results import ChannelRank, Hit, MatchedChild, SearchResult, TopMatch
+from helpers.store.batched import rows_in
 from helpers.store.codec import child_location, section_text, text_digest
+from helpers.store.open_index import read_conn, read_only_reason
 
 __all__ = [
     "CHANNEL_DEPTH",
@@ -62,62 +84,9 @@ __all__ = [
     "SearchOptions",
     "fts_phrase",
     "rrf_fuse",
+    "run",
     "search",
 ]
-
-# RRF constant from Cormack et al. (2009); 60 keeps a rank-1 hit of one channel from
-# outweighing consistent mid-rank agreement of the others.
-RRF_K = 60
-# Per-channel weights in the fused score (w * coverage / (RRF_K + rank)). A file named in the
-# query is the strongest signal a user can give, so the filename channel counts double. words and
-# sections read the same word-level evidence (chunk view, section view); at 0.9 for words neither
-# costs any eval set more than 0.002 MRR (grid 0.75-1.0 on debfaq/pyfaq/manru).
-CHANNEL_WEIGHTS: dict[str, float] = {
-    "filename": 2.0,
-    "words": 0.9,
-    "sections": 1.0,
-    "bm25": 1.0,
-    "exact": 1.0,
-    "short": 1.0,
-    "variants": 1.0,
-    "fuzzy": 1.0,
-    "cjk": 1.0,
-    "semantic": 1.0,  # SearchOptions.semantic, when rag_service supplies it
-}
-
-# Hybrid: per query, the share of lexical evidence in a section's score (the rest is the min-max
-# normalised cosine) moves with how decisive each side is: share = BASE + GAIN x (lexical margin -
-# semantic margin), margins = the gap between a side's top two sections on its 0-1 scale. A
-# quotation or a man-page description that one section matches far better than the next leans on
-# words; a question whose words are everywhere leans on meaning. From the fusion ablation in
-# bench/RESULTS.md: the only setting family that beats both single modes on every monolingual set
-# (base 0.45-0.5 x gain 0.5-0.75 all do; no fixed share does since chunk scheme 3).
-HYBRID_LEXICAL_BASE = 0.5
-HYBRID_MARGIN_GAIN = 0.5
-HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
-# Hybrid, semantic side: a section scores its best child's normalised cosine plus this share of
-# its next SEMANTIC_CHILD_COUNT children's (_semantic_sections), scaled by the part of the
-# section those children are (a nine-window PDF page gets a third) and by 1 - hub. From the
-# ablation in bench/RESULTS.md: debfaq-en, udhr-en2th and manru gain, no set or page-level
-# half loses (count-blind, the debian-pdf bookmark half lost R@1 0.852 -> 0.845); on the
-# lexical side, or at 0.1 and more, it costs the FAQ sets and udhr-en2th.
-SEMANTIC_CHILD_SHARE = 0.05
-SEMANTIC_CHILD_COUNT = 2
-# Semantic candidates handed to fusion: the first 100 distinct child texts of the worker's list
-# (rag_semantic_candidates.SEMANTIC_DEPTH = 400 fetched), with every byte-identical copy of them.
-# Copies share one vector and tie; counted apart, manru's four-name man pages filled the list four
-# times over and cut its reach to ~30 pages (hybrid MRR@10 0.693 -> 0.711, Recall@8 0.921 -> 0.954;
-# sets without copies unchanged, bench/RESULTS.md "manru: copies, scales and names"). The list is
-# not cut again at the lexical CHANNEL_DEPTH: that would drop copies (0.711 -> 0.703).
-SEMANTIC_DISTINCT = 100
-
-# Hub prior: a section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
-# helpers.text.hubs) in every mode: the fused RRF score in lexical and semantic mode, each side's
-# section score in hybrid (hybrid_fuse). A contents page, an index or a list of questions mentions
-# every topic and answers none, so it matches any query; the prior moves it behind sections that
-# match about as well, and it still ranks (first, when only hubs hold the query's words). 0.9
-# from the ablation in bench/RESULTS.md (1.0 would score a hub 0: no longer a bounded prior).
-HUB_PRIOR = 0.9
 
 LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "filename": channel_filename,
@@ -132,21 +101,68 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
 }
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
-# Candidates per requested hit whose ties are broken by path (several chunks of one section
-# collapse into one hit, so the head must be longer than top_k).
-TIE_WINDOW_PER_HIT = 8
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchOptions:
     top_k: int = 8
     filters: Filters = field(default_factory=Filters)
     mode: str = "lexical"
     channels: tuple[str, ...] | None = None  # None = all lexical channels (ablation switch)
     knowledge_dir: Path | None = None  # for the file-system truth check
-    # (chunk id, cosine) from the semantic worker (rag_service), best first; fused as the
-    # "semantic" channel. mode "semantic" uses it alone, "hybrid" with the lexical channels.
+    # (chunk id, cosine) best first, fused as the "semantic" channel: `run` fills it from the
+    # query worker; mode "semantic" uses it alone, "hybrid" with the lexical channels.
     semantic: list[tuple[int, float]] | None = None
+
+
+def run(config: Config, raw_query: str, options: SearchOptions) -> SearchResult:
+    """A whole search over one read connection: semantic candidates (unless lexical), then
+    `search`. SemanticUnavailable in semantic mode when they cannot be had; in hybrid mode the
+    lexical result says why in its warnings."""
+    started = time.perf_counter()
+    conn = read_conn(config)
+    try:
+        why_not = None
+        if options.mode in ("hybrid", "semantic"):
+            semantic, why_not = _semantic_candidates(config, conn, raw_query, options.filters)
+            if why_not and options.mode == "semantic":
+                raise SemanticUnavailable(why_not, "use mode='lexical', or enable semantic search")
+            options = replace(options, semantic=semantic)
+        result = search(conn, raw_query, options)
+    finally:
+        conn.close()
+    if why_not:
+        result = result.with_changes(
+            warnings=[*result.warnings, f"{why_not} — lexical results only"]
+        )
+    return result.with_changes(elapsed_ms=(time.perf_counter() - started) * 1000)
+
+
+def _semantic_candidates(
+    config: Config, conn: sqlite3.Connection, raw_query: str, filters: Filters
+) -> tuple[list[tuple[int, float]] | None, str | None]:
+    """(chunk id, cosine) candidates, or (None, why not) when semantic search cannot answer."""
+    light = semantic_state(config)  # off / unavailable decided without importing numpy
+    if light["state"] != "ready":
+        return None, f"semantic search {light['state']}: {light['hint']}"
+    from helpers.semantic import candidates as semantic_candidates  # numpy: only when it runs
+    from helpers.semantic.generations import NotReadyError
+
+    # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
+    log_path = config.logs_dir / "semantic-query.log"
+    if read_only_reason(config):
+        log_path = Path(os.devnull)
+    try:
+        hits = semantic_candidates.query_candidates(
+            config, conn, raw_query, light["model_dir"], filters, log_path
+        )
+    except NotReadyError as exc:
+        return None, f"{exc.message}: {exc.hint}"
+    except RagError as exc:  # the model, the query worker or the vector store
+        return None, f"semantic search failed: {exc}"
+    except OSError as exc:  # e.g. the model-hash cache cannot be saved on a read-only data dir
+        return None, f"semantic search failed: {exc} (hint: check the data dir {config.data_dir})"
+    return hits, None
 
 
 def rrf_fuse(
@@ -223,8 +239,7 @@ def hybrid_fuse(
     the lexical share chosen per query (hybrid_share).
 
     Fusing per section, not per chunk, lets the two sides agree when they picked different
-    chunks of the same passage (at chunk level that agreement was lost and hybrid fell below
-    semantic alone on the FAQ sets). Each side keeps its best chunk per section; the section is
+    chunks of the same passage. Each side keeps its best chunk per section; the section is
     represented by the lexical chunk when there is one (its snippet shows the query words).
     The hub prior lowers hub sections on each side before the mix, and each side is scaled
     back to a best of 1: a hub falls behind sections that match about as well on that side,
@@ -285,7 +300,7 @@ def _semantic_sections(
     """Per section: its best child's min-max normalised cosine plus SEMANTIC_CHILD_SHARE x its
     next SEMANTIC_CHILD_COUNT children's, scaled back to a best of 1. A passage whose several
     windows all match the query beats one whose single window happens to (a short generic
-    article next to the long one that answers, udhr-en2th). `sizes` (children per section)
+    article next to the long one that answers). `sizes` (children per section)
     make it the share of the section that matches, not a count that favours long pages; a hub's
     share shrinks with its hub score: many matching windows are what a contents page is."""
     hubs, sizes = hubs or {}, sizes or {}
@@ -345,53 +360,49 @@ def apply_hub_prior(
 def chunk_hubs(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, float]:
     """Chunk id -> its section's hub score, for the chunks whose section has one. An index of
     schema 4 or older opened read-only has no sections.hub column: no prior then."""
-    found: dict[int, float] = {}
-    for start in range(0, len(chunk_ids), 500):
-        batch = chunk_ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        try:
-            rows = conn.execute(
-                "SELECT c.id, s.hub FROM chunks c JOIN sections s ON s.id = c.section_id "
-                f"WHERE c.id IN ({marks}) AND s.hub > 0",
-                batch,
-            ).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such column" in str(exc):
-                return {}
-            raise
-        found.update((row[0], row[1]) for row in rows)
-    return found
+    sql = (
+        "SELECT c.id, s.hub FROM chunks c JOIN sections s ON s.id = c.section_id "
+        "WHERE c.id IN ({marks}) AND s.hub > 0"
+    )
+    try:
+        return {row[0]: row[1] for row in rows_in(conn, sql, chunk_ids)}
+    except sqlite3.OperationalError as exc:
+        if "no such column" in str(exc):
+            return {}
+        raise
+
+
+class _HubScores:
+    """One search's hub lookups: each chunk's score is read once (fusion, then the hits)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._known: dict[int, float] = {}
+        self._read: set[int] = set()
+
+    def __call__(self, chunk_ids: list[int]) -> dict[int, float]:
+        todo = [cid for cid in dict.fromkeys(chunk_ids) if cid not in self._read]
+        if todo:
+            self._known.update(chunk_hubs(self._conn, todo))
+            self._read.update(todo)
+        return {cid: self._known[cid] for cid in chunk_ids if cid in self._known}
 
 
 def section_sizes(conn: sqlite3.Connection, section_ids: list[int]) -> dict[int, int]:
     """Section id -> its number of children (chunks_section index: ~0.1 ms for 100 sections)."""
-    found: dict[int, int] = {}
-    for start in range(0, len(section_ids), 500):
-        batch = section_ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        found.update(
-            conn.execute(
-                f"SELECT section_id, COUNT(*) FROM chunks WHERE section_id IN ({marks}) "
-                "GROUP BY section_id",
-                batch,
-            ).fetchall()
-        )
-    return found
+    sql = (
+        "SELECT section_id, COUNT(*) FROM chunks WHERE section_id IN ({marks}) GROUP BY section_id"
+    )
+    return {row[0]: row[1] for row in rows_in(conn, sql, section_ids)}
 
 
 def _tie_keys(conn: sqlite3.Connection, ids: list[int]) -> dict[int, TieKey]:
-    keys: dict[int, TieKey] = {}
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for row in conn.execute(
-            "SELECT c.id, d.path, s.ordinal, c.ordinal FROM chunks c "
-            "JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
-            f"WHERE c.id IN ({marks})",
-            batch,
-        ):
-            keys[row[0]] = (row[1], row[2], row[3], row[0])
-    return keys
+    sql = (
+        "SELECT c.id, d.path, s.ordinal, c.ordinal FROM chunks c "
+        "JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
+        "WHERE c.id IN ({marks})"
+    )
+    return {row[0]: (row[1], row[2], row[3], row[0]) for row in rows_in(conn, sql, ids)}
 
 
 def _break_ties(
@@ -423,17 +434,13 @@ def distinct_candidates(
 ) -> list[tuple[int, float]]:
     """The semantic candidates down to the first `limit` distinct child texts, every copy of
     those kept: byte-identical copies (one man page under four names) share a vector, and
-    without this they fill the candidate list four times over, so the list reaches a quarter
-    as deep into the folder (and its cosine floor, the scale's 0, sits that much higher)."""
+    without this they fill the candidate list, so it reaches that much less deep into the
+    folder (and its cosine floor, the scale's 0, sits higher)."""
     if len(hits) <= limit:
         return hits
-    digests: dict[int, bytes] = {}
-    ids = [cid for cid, _ in hits]
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        rows = conn.execute(f"SELECT id, text FROM chunks WHERE id IN ({marks})", batch)
-        digests.update((cid, text_digest(text)) for cid, text in rows)
+    sql = "SELECT id, text FROM chunks WHERE id IN ({marks})"
+    rows = rows_in(conn, sql, [cid for cid, _ in hits])
+    digests = {cid: text_digest(text) for cid, text in rows}
     return first_distinct(hits, lambda cid: digests.get(cid, cid), limit)
 
 
@@ -461,8 +468,7 @@ def _hubness_corrected(
     of the query is in any document (a question in another language than the folder): the
     semantic side then decides alone, and generic passages close to every query (hubs) take
     its first places. With lexical evidence the words keep hubs in check and nothing changes
-    (corrected whenever the best cosine is weak, it cost debfaq-en Recall@8 and the debian-pdf
-    page level: bench/RESULTS.md, "Hubness correction")."""
+    (bench/RESULTS.md, "Hubness correction")."""
     if not hits:
         return hits
     row = conn.execute(
@@ -479,9 +485,12 @@ def _hubness_corrected(
 
 
 def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> SearchResult:
+    """The channels, fusion, priors and ties over `conn` for one parsed query; the semantic
+    candidates come in `options.semantic` (`run` fetches them)."""
     started = time.perf_counter()
     query = Query.parse(raw_query)
     ctx = SearchContext(conn, query, options.filters)
+    hubs = _HubScores(conn)
     names = options.channels or tuple(LEXICAL_CHANNELS)
     if options.mode == "semantic" and options.semantic is not None:
         names = ()
@@ -494,7 +503,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     fused = fuse_channels(
         results,
         lambda ids: section_ids(conn, ids),
-        lambda ids: chunk_hubs(conn, ids),
+        hubs,
         lambda sids: section_sizes(conn, sids),
         lambda ids: section_proximity(ctx, ids),
     )
@@ -502,6 +511,8 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     fused = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)
     fused = _break_ties(conn, fused, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
+    hub_of = hubs([h.chunk_id for h in hits])  # read in fusion already: a hub answers none
+    hits = [replace(h, hub=hub_of[h.chunk_id]) if h.chunk_id in hub_of else h for h in hits]
     return SearchResult(
         query=raw_query,
         mode=options.mode,
@@ -509,6 +520,22 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         sections=sections,
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
+        top=_top_match(query, hits, sections),
+    )
+
+
+def _top_match(query: Query, hits: list[Hit], sections: dict[int, str]) -> TopMatch:
+    """What the confidence band needs of the top hit beyond its ranks: the share of the
+    query's content words in its section, and how far the section only quotes the query in a
+    cross-reference. A query that names the file ("budget.csv") matched its path, not its
+    text: the path counts as matched text when the filename channel found the top hit."""
+    if not hits:
+        return TopMatch()
+    top = hits[0]
+    text = sections.get(top.section_id, top.snippet)
+    named = f"{top.path}\n{text}" if "filename" in top.channels else text
+    return TopMatch(
+        coverage=coverage(query, named), pointer=pointer_weight(pointer_match(query, text))
     )
 
 
@@ -518,7 +545,8 @@ def _materialise(
     query: Query,
     options: SearchOptions,
 ) -> tuple[list[Hit], dict[int, str]]:
-    """Best chunk per parent section → hits with snippet, location and parent text."""
+    """Best chunk per parent section → hits with snippet, location, parent text and the
+    matched child (for the answer budget)."""
     hits: list[Hit] = []
     sections: dict[int, str] = {}
     for chunk_id, score, channels in fused:
@@ -526,7 +554,8 @@ def _materialise(
             break
         row = conn.execute(
             "SELECT c.id, c.section_id, c.text, c.location, c.ocr, d.path, d.title, d.format, "
-            "d.size, d.mtime_ns, s.text AS section_text, s.location AS section_location "
+            "d.size, d.mtime_ns, d.sha256, s.text AS section_text, "
+            "s.location AS section_location "
             "FROM chunks c "
             "JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
             "WHERE c.id = ?",
@@ -546,6 +575,7 @@ def _materialise(
             stale = st.st_size != row["size"] or st.st_mtime_ns != row["mtime_ns"]
         location = child_location(row["location"], row["section_location"])
         sections[row["section_id"]] = section_text(row["section_text"])
+        breadcrumb = " > ".join(p.strip() for p in location.heading_path if p.strip())
         hits.append(
             Hit(
                 rank=len(hits) + 1,
@@ -562,8 +592,7 @@ def _materialise(
                 chunk_id=row["id"],
                 ocr=bool(row["ocr"]),
                 stale=stale,
+                child=MatchedChild(row["text"], row["sha256"] or "", breadcrumb),
             )
         )
-    hubs = chunk_hubs(conn, [h.chunk_id for h in hits])  # for rag_confidence: a hub answers none
-    hits = [replace(h, hub=hubs[h.chunk_id]) if h.chunk_id in hubs else h for h in hits]
     return hits, sections

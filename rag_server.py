@@ -18,9 +18,9 @@ from pydantic import Field
 
 import rag_cli
 import rag_service
+from helpers import bounds
 from helpers.config import Config, config_from_args
 from helpers.errors import RagError
-from helpers.results import ANSWER_MAX_CHARS_CAP, ANSWER_MAX_CHARS_DEFAULT, ANSWER_MAX_CHARS_MIN
 from helpers.web import http_transport
 from helpers.web import mcp_models as out
 
@@ -88,9 +88,16 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
     @mcp.tool(annotations=read_only, output_schema=out.output_schema(out.SearchOut))
     def rag_search(
         query: Annotated[
-            str, Field(min_length=1, max_length=1000, description="words to look for, any language")
+            str,
+            Field(
+                min_length=1,
+                max_length=bounds.QUERY_MAX_CHARS,
+                description="words to look for, any language",
+            ),
         ],
-        top_k: Annotated[int, Field(ge=1, le=50, description="number of hits")] = 8,
+        top_k: Annotated[
+            int, Field(ge=bounds.TOP_K_MIN, le=bounds.TOP_K_MAX, description="number of hits")
+        ] = bounds.TOP_K_DEFAULT,
         path_prefix: Annotated[
             str | None, Field(description="only files under this folder (relative path)")
         ] = None,
@@ -106,9 +113,10 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         max_chars: Annotated[
             int | None,
             Field(
-                ge=ANSWER_MAX_CHARS_MIN,
-                le=ANSWER_MAX_CHARS_CAP,
-                description=f"bound on the response size (default {ANSWER_MAX_CHARS_DEFAULT})",
+                ge=bounds.ANSWER_MAX_CHARS_MIN,
+                le=bounds.ANSWER_MAX_CHARS_CAP,
+                description="bound on the response size "
+                f"(default {bounds.ANSWER_MAX_CHARS_DEFAULT})",
             ),
         ] = None,
         detail: Annotated[
@@ -128,7 +136,7 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             file_types=file_types,
             modified_after=modified_after,
             mode=mode,
-            max_chars=max_chars or ANSWER_MAX_CHARS_DEFAULT,
+            max_chars=max_chars or bounds.ANSWER_MAX_CHARS_DEFAULT,
             detail=detail,
         )
         return out.SearchOut.model_validate(result.to_dict())
@@ -146,10 +154,14 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
                 "{'message': 12, 'attachment': 'report.pdf', 'page': 3}"
             ),
         ] = None,
-        before: Annotated[int, Field(ge=0, le=20, description="sections before")] = 1,
-        after: Annotated[int, Field(ge=0, le=20, description="sections after")] = 1,
+        before: Annotated[
+            int, Field(ge=0, le=bounds.NEIGHBOURS_MAX, description="sections before")
+        ] = bounds.NEIGHBOURS_DEFAULT,
+        after: Annotated[
+            int, Field(ge=0, le=bounds.NEIGHBOURS_MAX, description="sections after")
+        ] = bounds.NEIGHBOURS_DEFAULT,
         offset: Annotated[
-            int, Field(ge=0, le=10**9, description="continue a whole-document read")
+            int, Field(ge=0, le=bounds.OFFSET_MAX, description="continue a whole-document read")
         ] = 0,
     ) -> out.ReadOut:
         """Read a document: the section at a hit with its neighbours, or (path alone) the whole
@@ -176,8 +188,10 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
             Literal["indexed", "failed", "needs_ocr", "needs_reindex", "skipped"] | None,
             Field(description="only files with this status (skipped: seen, not indexed, why)"),
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 100,
-        offset: Annotated[int, Field(ge=0, le=10**9)] = 0,
+        limit: Annotated[
+            int, Field(ge=bounds.LIST_LIMIT_MIN, le=bounds.LIST_LIMIT_MAX)
+        ] = bounds.LIST_LIMIT_DEFAULT,
+        offset: Annotated[int, Field(ge=0, le=bounds.OFFSET_MAX)] = 0,
     ) -> out.ListOut:
         """List indexed files with type, size, chunk count and status (failed ones say why)."""
         return out.ListOut.model_validate(
@@ -206,7 +220,11 @@ def build_server(config: Config):  # type: ignore[no-untyped-def]
         job_id: Annotated[str | None, Field(description="job id; omit for the latest")] = None,
         wait_seconds: Annotated[
             float,
-            Field(ge=0, le=30, description="wait up to this long for the state or percent to move"),
+            Field(
+                ge=0,
+                le=bounds.WAIT_SECONDS_MAX,
+                description="wait up to this long for the state or percent to move",
+            ),
         ] = 0,
     ) -> out.JobOut:
         """Progress of a sync job: state, phase, percent, ETA, counts and per-file errors.

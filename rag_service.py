@@ -1,17 +1,18 @@
 """The service boundary: MCP tools, CLI, web console and eval call these functions and nothing
 else below them (tests/test_architecture.py holds them to it).
 
-Validates every argument (tool input is untrusted; the configuration is not), opens the index
-per call (cheap, and safe across threads and processes), and starts the detached sync worker.
-Opening the index and its typed storage errors live in rag_storage, the health report in
-rag_health; their public names are re-exported here.
+Validates every argument (tool input is untrusted; the configuration is not) against the one
+set of bounds (helpers.bounds), opens the index per call (cheap, and safe across threads and
+processes), and starts the detached sync worker. A search is one call into rag_search (one
+connection); the service then shapes the answer (confidence band, answer budget) without
+reading again. Opening the index and its typed storage errors live in helpers.store.open_index,
+the health report in helpers.health; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import sqlite3
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -19,15 +20,22 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import rag_search
-from helpers.config import Config
-from helpers.errors import (
-    Forbidden,
-    InvalidArgument,
-    NotFound,
-    RagError,
-    SemanticUnavailable,
-    require_unicode,
+from helpers.bounds import (
+    ANSWER_MAX_CHARS_CAP,
+    ANSWER_MAX_CHARS_MIN,
+    LIST_LIMIT_DEFAULT,
+    LIST_LIMIT_MAX,
+    LIST_LIMIT_MIN,
+    NEIGHBOURS_DEFAULT,
+    NEIGHBOURS_MAX,
+    OFFSET_MAX,
+    QUERY_MAX_CHARS,
+    TOP_K_DEFAULT,
+    TOP_K_MAX,
+    TOP_K_MIN,
 )
+from helpers.config import Config
+from helpers.errors import Forbidden, InvalidArgument, NotFound, RagError, require_unicode
 from helpers.extract import registry as extractors
 from helpers.health import health, ocr_state, semantic_state
 from helpers.index import sync_control
@@ -41,12 +49,7 @@ from helpers.index.sync_control import (
     wait_for_job,
 )
 from helpers.ranking import answer_budget, confidence
-from helpers.results import (
-    ANSWER_MAX_CHARS_CAP,
-    ANSWER_MAX_CHARS_MIN,
-    DETAILS,
-    SearchResult,
-)
+from helpers.results import DETAILS, SearchResult
 from helpers.safety import PathRejected, normalize_user_path, resolve_inside
 from helpers.store import documents, skipped_files
 from helpers.store.job_rows import FINAL_STATES, JobView, eta_text, progress_line
@@ -58,8 +61,6 @@ from helpers.store.open_index import (
 )
 from rag_search import LEXICAL_CHANNELS
 
-TOP_K_MIN, TOP_K_MAX = 1, 50  # more than 50 hits floods an agent's context for no gain
-QUERY_MAX_CHARS = 1000  # longer "queries" are documents pasted by mistake
 MODES = ("hybrid", "lexical", "semantic")
 SQLITE_MAX_INT = 2**63 - 1  # a date in year 2999 in nanoseconds overflows SQLite's INTEGER
 
@@ -71,6 +72,7 @@ __all__ = [
     "LEXICAL_CHANNELS",
     "JobView",
     "RagError",
+    "TOP_K_MAX",
     "fetch_model",
     "open_original",
     "progress_line",
@@ -142,9 +144,6 @@ def _parse_modified_after(value: str | None) -> int | None:
     return max(-SQLITE_MAX_INT, min(nanoseconds, SQLITE_MAX_INT))
 
 
-LIST_OFFSET_MAX = 10**9  # far past any real folder; keeps SQLite's INTEGER from overflowing
-
-
 def validate_search_args(
     query: str, top_k: int, mode: str, path_prefix: str | None
 ) -> tuple[str, str]:
@@ -163,7 +162,7 @@ def validate_search_args(
     ):
         raise InvalidArgument(
             f"top_k must be between {TOP_K_MIN} and {TOP_K_MAX}, got {top_k!r}",
-            "8 suits most questions",
+            f"{TOP_K_DEFAULT} suits most questions",
         )
     if mode not in MODES:
         raise InvalidArgument(f"unknown mode {mode!r}", f"use one of {', '.join(MODES)}")
@@ -177,7 +176,7 @@ def validate_search_args(
 def search(
     config: Config,
     query: str,
-    top_k: int = 8,
+    top_k: int = TOP_K_DEFAULT,
     path_prefix: str | None = None,
     file_types: Sequence[str] | None = None,
     mode: str = "hybrid",
@@ -195,26 +194,25 @@ def search(
         file_types=_validate_file_types(file_types),
         modified_after_ns=_parse_modified_after(modified_after),
     )
-    warnings: list[str] = []
     if channels is not None:
-        unknown = [c for c in channels if c not in rag_search.LEXICAL_CHANNELS]
+        unknown = [c for c in channels if c not in LEXICAL_CHANNELS]
         if unknown:
             raise InvalidArgument(
-                f"unknown channel(s) {unknown}", f"use {sorted(rag_search.LEXICAL_CHANNELS)}"
+                f"unknown channel(s) {unknown}", f"use {sorted(LEXICAL_CHANNELS)}"
             )
+    options = rag_search.SearchOptions(
+        top_k=top_k,
+        filters=filters,
+        mode=mode,
+        channels=tuple(channels) if channels is not None else None,
+        knowledge_dir=config.knowledge_dir,
+    )
     with storage_guard(config, "rag_search"):
-        result = _search(config, query, top_k, mode, filters, channels, warnings)
-    if warnings:
-        result = SearchResult(
-            query=result.query,
-            mode=result.mode,
-            hits=result.hits,
-            sections=result.sections,
-            elapsed_ms=result.elapsed_ms,
-            warnings=[*result.warnings, *warnings],
-            channels_used=result.channels_used,
-        )
-    return _shape_answer(config, result, max_chars, detail)
+        result = rag_search.run(config, query, options)
+    result = result.with_changes(confidence=confidence.assess(result), detail=detail)
+    if max_chars is None or not result.hits:
+        return result
+    return answer_budget.fit(result, max_chars)
 
 
 def _validate_answer_args(max_chars: int | None, detail: str) -> None:
@@ -232,96 +230,24 @@ def _validate_answer_args(max_chars: int | None, detail: str) -> None:
         )
 
 
-def _shape_answer(
-    config: Config, result: SearchResult, max_chars: int | None, detail: str
-) -> SearchResult:
-    """Confidence from the fused hits, then the budget (when asked for) in the chosen shape."""
-    result = result.with_changes(confidence=confidence.assess(result), detail=detail)
-    if max_chars is None or not result.hits:
-        return result
-    with storage_guard(config, "rag_search"):
-        conn = read_conn(config)
-        try:
-            return answer_budget.fit(conn, result, max_chars)
-        finally:
-            conn.close()
-
-
-def _search(
-    config: Config,
-    query: str,
-    top_k: int,
-    mode: str,
-    filters: rag_search.Filters,
-    channels: Sequence[str] | None,
-    warnings: list[str],
-) -> SearchResult:
-    conn = read_conn(config)
-    try:
-        semantic_hits = None
-        if mode in ("hybrid", "semantic"):
-            semantic_hits, why_not = _semantic_candidates(config, conn, query, filters)
-            if why_not and mode == "semantic":
-                raise SemanticUnavailable(why_not, "use mode='lexical', or enable semantic search")
-            if why_not:
-                warnings.append(f"{why_not} — lexical results only")
-        options = rag_search.SearchOptions(
-            top_k=top_k,
-            filters=filters,
-            mode=mode,
-            channels=tuple(channels) if channels is not None else None,
-            knowledge_dir=config.knowledge_dir,
-            semantic=semantic_hits,
-        )
-        return rag_search.search(conn, query, options)
-    finally:
-        conn.close()
-
-
-# -- semantic channel -------------------------------------------------------------------------
-def _semantic_candidates(
-    config: Config, conn: sqlite3.Connection, query: str, filters: rag_search.Filters
-) -> tuple[list[tuple[int, float]] | None, str | None]:
-    """(chunk id, cosine) candidates, or (None, why not) when semantic search cannot answer."""
-    light = semantic_state(config)  # off / unavailable decided without importing numpy
-    if light["state"] != "ready":
-        return None, f"semantic search {light['state']}: {light['hint']}"
-    from helpers.semantic import candidates as semantic_candidates
-    from helpers.semantic import generations
-
-    # A read-only data dir has no log to append to; the worker's stderr is dropped instead.
-    log_path = config.logs_dir / "semantic-query.log"
-    if read_only_reason(config):
-        log_path = Path(os.devnull)
-    try:
-        hits = semantic_candidates.query_candidates(
-            config, conn, query, light["model_dir"], filters, log_path
-        )
-    except generations.NotReadyError as exc:
-        return None, f"{exc.message}: {exc.hint}"
-    except RagError as exc:  # the model, the query worker or the vector store
-        return None, f"semantic search failed: {exc}"
-    except OSError as exc:  # e.g. the model-hash cache cannot be saved on a read-only data dir
-        return None, f"semantic search failed: {exc} (hint: check the data dir {config.data_dir})"
-    return hits, None
-
-
 # -- listing and reading -----------------------------------------------------------------------
 def list_documents(
     config: Config,
     path_prefix: str | None = None,
     status: str | None = None,
-    limit: int = 100,
+    limit: int = LIST_LIMIT_DEFAULT,
     offset: int = 0,
     sort: str = "path",
     descending: bool = False,
     contains: str | None = None,
 ) -> dict[str, Any]:
     """Indexed files (paged server-side) with status, size, chunk count and failure reason."""
-    if not 1 <= limit <= 1000:
-        raise InvalidArgument(f"limit must be between 1 and 1000, got {limit}")
-    if not 0 <= offset <= LIST_OFFSET_MAX:
-        raise InvalidArgument(f"offset must be between 0 and {LIST_OFFSET_MAX}")
+    if not LIST_LIMIT_MIN <= limit <= LIST_LIMIT_MAX:
+        raise InvalidArgument(
+            f"limit must be between {LIST_LIMIT_MIN} and {LIST_LIMIT_MAX}, got {limit}"
+        )
+    if not 0 <= offset <= OFFSET_MAX:
+        raise InvalidArgument(f"offset must be between 0 and {OFFSET_MAX}")
     if status is not None and status not in documents.STATUSES:
         raise InvalidArgument(
             f"unknown status {status!r}", f"use one of {', '.join(documents.STATUSES)}"
@@ -360,8 +286,8 @@ def read_document(
     path: str,
     section_id: int | None = None,
     location: dict[str, Any] | None = None,
-    before: int = 1,
-    after: int = 1,
+    before: int = NEIGHBOURS_DEFAULT,
+    after: int = NEIGHBOURS_DEFAULT,
     offset: int = 0,
 ) -> dict[str, Any]:
     """The section at a hit (by section_id or location) with neighbours, or the whole document."""
@@ -369,10 +295,10 @@ def read_document(
         rel = normalize_user_path(path)
     except PathRejected as exc:
         raise InvalidArgument(exc.message, exc.hint) from exc
-    if not 0 <= before <= 20 or not 0 <= after <= 20:
-        raise InvalidArgument("before and after must be between 0 and 20")
-    if not 0 <= offset <= LIST_OFFSET_MAX:
-        raise InvalidArgument(f"offset must be between 0 and {LIST_OFFSET_MAX}")
+    if not 0 <= before <= NEIGHBOURS_MAX or not 0 <= after <= NEIGHBOURS_MAX:
+        raise InvalidArgument(f"before and after must be between 0 and {NEIGHBOURS_MAX}")
+    if not 0 <= offset <= OFFSET_MAX:
+        raise InvalidArgument(f"offset must be between 0 and {OFFSET_MAX}")
     allowed = {"page", "sheet", "cell_range", "slide", "heading", "line"}
     allowed |= {"message", "attachment"}  # inside a mail container (.mbox, .eml)
     if location and set(location) - allowed:
@@ -451,6 +377,6 @@ def fetch_model(
     cache_dir: str | None, base_url: str, progress: Callable[[str, int, int | None], None]
 ) -> Any:
     """Download the default semantic model into the Hugging Face cache (or `cache_dir`)."""
-    from helpers.semantic import generations  # numpy and the HTTP client only when asked
+    from helpers.semantic.generations import fetch_model as fetch  # numpy, HTTP: only when asked
 
-    return generations.fetch_model(Path(cache_dir) if cache_dir else None, base_url, progress)
+    return fetch(Path(cache_dir) if cache_dir else None, base_url, progress)

@@ -165,11 +165,19 @@ async def test_every_face_carries_the_same_keys_per_shape(config: Config) -> Non
     assert signature(shapes.HEALTH, health) == signature(shapes.HEALTH, cli_health)
 
 
-def test_mcp_models_match_the_shapes_and_forbid_unknown_keys() -> None:
-    mcp_models.check_against_shapes()
-    for model, shape in mcp_models._CHECKED:
-        assert set(model.model_fields) == set(shape.full)
+def test_mcp_models_are_built_from_the_shapes_and_forbid_unknown_keys() -> None:
+    assert {shape.name for _, shape in mcp_models.MODELS} == set(shapes.SHAPES) - {"last_job"}
+    for model, shape in mcp_models.MODELS:
+        assert tuple(model.model_fields) == shape.full, shape.name  # same keys, same order
+        required = {n for n, f in model.model_fields.items() if f.is_required()}
+        assert required == shape.always(), shape.name
+        described = {k.name for k in shape.fields if k.about}
+        assert {n for n, f in model.model_fields.items() if f.description} == described
         assert model.model_config.get("extra") == "forbid", model.__name__
+    schema = mcp_models.output_schema(mcp_models.SearchOut)
+    hit = schema["$defs"]["HitOut"]
+    assert hit["additionalProperties"] is False and "snippet" not in hit["required"]
+    assert schema["properties"]["hits"]["items"] == {"$ref": "#/$defs/HitOut"}
     with pytest.raises(ValueError, match="extra"):
         mcp_models.JobErrorOut.model_validate({"path": "a", "message": "b", "surprise": 1})
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from helpers import errors
+from helpers.bounds import WAIT_SECONDS_MAX
 from helpers.config import REPO_DIR, Config
 from helpers.errors import (
     IndexMissing,
@@ -38,7 +39,6 @@ from helpers.store.open_index import (
 
 WORKER_SCRIPT = REPO_DIR / "sync_job_worker.py"
 JOB_POLL_S = 0.25
-WAIT_SECONDS_MAX = 30.0  # a sync_status wait stays under clients' usual 60 s request timeout
 
 
 # -- sync jobs ---------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """An answer sized for an agent: copies collapsed, sections cut to windows, one character budget.
 
-rag_service.search calls `fit` when a face asks for a budget (the MCP default). The budget counts
+rag_service.search calls `fit` when a face asks for a budget (the MCP default); it reads
+nothing: each hit carries its matched child (rag_search). The budget counts
 the serialised structured content (compact JSON, UTF-8 characters not escaped, as FastMCP sends
 it). Hits keep rank order; the best-ranked hit gets its window first: pass 1 gives every hit
 the sentences around its matched child, pass 2 widens windows (best first) towards the whole
@@ -12,14 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import unicodedata
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from helpers.results import Hit, Omitted, SearchResult
-from helpers.store.codec import child_location
+from helpers.results import Hit, MatchedChild, Omitted, SearchResult
 
 CUT_MARK = "…"
 # Sentence ends (Latin, CJK and the Thai/Khmer spaced style), then line breaks, then spaces.
@@ -44,16 +43,15 @@ def json_len(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
-def fit(conn: sqlite3.Connection, result: SearchResult, max_chars: int) -> SearchResult:
+def fit(result: SearchResult, max_chars: int) -> SearchResult:
     """The result within `max_chars`, saying in `omitted` and `more` what it left out."""
-    children = _children(conn, [h.chunk_id for h in result.hits])
-    hits = _collapse_copies(result.hits, result.sections, children)
+    hits = _collapse_copies(result.hits, result.sections)
     texts = {h.section_id: result.sections[h.section_id] for h in hits}
     copies = len(result.hits) - len(hits)  # listed in other_paths, not lost
     if copies:
         note = f"{copies} copies of documents above are listed in their hit's other_paths"
         result = result.with_changes(warnings=[*result.warnings, note])
-    spans = {h.section_id: _child_span(texts[h.section_id], children.get(h.chunk_id)) for h in hits}
+    spans = {h.section_id: _child_span(texts[h.section_id], h.child) for h in hits}
 
     def render(windows: dict[int, _Window], kept: list[Hit], omitted: Omitted) -> SearchResult:
         sections = {sid: _show(texts[sid], w) for sid, w in windows.items()}
@@ -172,34 +170,14 @@ def _more(omitted: Omitted, max_chars: int) -> str | None:
     return "; ".join(parts)
 
 
-def _children(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, tuple[str, str, str]]:
-    """chunk id -> (child text, document sha256, heading breadcrumb of its location)."""
-    if not chunk_ids:
-        return {}
-    marks = ",".join("?" * len(chunk_ids))
-    rows = conn.execute(
-        f"SELECT c.id, c.text, c.location, d.sha256, s.location FROM chunks c "
-        f"JOIN documents d ON d.id = c.document_id JOIN sections s ON s.id = c.section_id "
-        f"WHERE c.id IN ({marks})",
-        chunk_ids,
-    ).fetchall()
-    out: dict[int, tuple[str, str, str]] = {}
-    for row in rows:
-        heading = child_location(row[2], row[4]).heading_path
-        out[row[0]] = (row[1], row[3], " > ".join(p.strip() for p in heading if p.strip()))
-    return out
-
-
-def _collapse_copies(
-    hits: list[Hit], sections: dict[int, str], children: dict[int, tuple[str, str, str]]
-) -> list[Hit]:
+def _collapse_copies(hits: list[Hit], sections: dict[int, str]) -> list[Hit]:
     """One hit per document text: the same bytes (sha256), or the same section text at the
     same place, under another path become that hit's other_paths."""
     kept: list[Hit] = []
     for hit in hits:
-        sha = children.get(hit.chunk_id, ("", "", ""))[1]
+        sha = hit.child.sha256 if hit.child else ""
         for i, first in enumerate(kept):
-            first_sha = children.get(first.chunk_id, ("", "", ""))[1]
+            first_sha = first.child.sha256 if first.child else ""
             same_text = (
                 sections.get(first.section_id) == sections.get(hit.section_id)
                 and first.location_label == hit.location_label
@@ -220,11 +198,11 @@ def child_body(child_text: str, breadcrumb: str) -> str:
     return child_text
 
 
-def _child_span(text: str, child: tuple[str, str, str] | None) -> _Window:
+def _child_span(text: str, child: MatchedChild | None) -> _Window:
     """Where the matched child sits in its section (whole lines of it, if not verbatim)."""
     if child is None:
         return _Window(0, min(len(text), MIN_WINDOW_CHARS))
-    body = child_body(child[0], child[2])
+    body = child_body(child.text, child.breadcrumb)
     at = text.find(body)
     if at >= 0:
         return _Window(at, at + len(body))

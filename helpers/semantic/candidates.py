@@ -1,8 +1,8 @@
 """The service's semantic query side: one warm worker per model, candidates the filters allow.
 
-It stands apart from rag_semantic (which builds generations, answers one query and reports
-health) because keeping workers alive between searches is the server's concern, not the
-channel's: a warm query worker per model serves a burst of searches (~50 ms each instead of
+It stands apart from helpers.semantic.generations (which builds generations, answers one query
+and reports health) because keeping workers alive between searches is the server's concern, not
+the channel's: a warm query worker per model serves a burst of searches (~50 ms each instead of
 ~1 s cold) and exits by itself when idle, the ML runtime never enters the server, and the
 search filters become the chunk ids the worker may score (helpers.semantic.allowed), so a
 filtered search gets the best hits within the filter, however small the folder.
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
+from helpers.ranking.constants import SEMANTIC_DEPTH  # rag_search keeps SEMANTIC_DISTINCT of them
 from helpers.semantic.allowed import AllowedRanges
 from helpers.semantic.generations import (
     CACHE_SUBDIR,
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
 # A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
 # and exits by itself after this many idle seconds; the ML runtime never enters the server.
 WARM_IDLE_S = 300.0
-# Candidates fetched from the worker; rag_search keeps the first SEMANTIC_DISTINCT (100) distinct
-# child texts of them, every copy included (rag_search.distinct_candidates).
-SEMANTIC_DEPTH = 400
 _warm_lock = threading.Lock()
 _warm_workers: dict[Path, SemanticWorker] = {}
 

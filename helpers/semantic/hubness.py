@@ -64,10 +64,9 @@ WEIGHT = 0.5
 # The correction applies in full when the query's best cosine is at most WEAK_COSINE and not at
 # all from STRONG_COSINE up, linearly between: hubs take the first places when a query is far
 # from every text (nothing matches it well), while a query with a close match is ranked by it.
-# Top cosines (bench/RESULTS.md "Hubness correction"): in-domain queries median 0.90-0.92, 10th
-# percentile 0.873-0.88; English queries on Thai articles median 0.846, 90th percentile 0.868.
-# WEAK_COSINE is rag_confidence's weak semantic evidence; 0.90 at the top (its strong one) cost
-# debfaq-en-mixed 0.008.
+# The gate sits between the top cosines of questions asked in the folder's language and of
+# questions in another language (bench/RESULTS.md "Hubness correction"); WEAK_COSINE is the
+# confidence band's weak semantic evidence (helpers.ranking.constants.COSINE_MIN).
 WEAK_COSINE = 0.84
 STRONG_COSINE = 0.87
 

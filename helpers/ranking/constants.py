@@ -1,0 +1,100 @@
+"""Every number that decides a ranking or a confidence band, each with its rule and reason.
+
+rag_search (fusion, priors, ties), helpers.semantic.candidates (how many candidates) and
+helpers.ranking.confidence (the band) read them from here. The measurements behind them are in
+bench/RESULTS.md: "Hybrid fusion ablation", "Hub pages and the wave-2 fusion ablation",
+"Answer confidence" and the section on byte-identical copies of the semantic candidates.
+"""
+
+from __future__ import annotations
+
+# -- fusion (rag_search) -------------------------------------------------------------------
+# RRF constant (Cormack et al. 2009): 60 keeps a rank-1 hit of one channel from outweighing
+# consistent mid-rank agreement of the others.
+RRF_K = 60
+# Per-channel weights in the fused score (w x coverage / (RRF_K + rank)). A file named in the
+# query is the strongest signal a user can give, so the filename channel counts double; words
+# and sections read the same word-level evidence (chunk view, section view), so words counts a
+# little less.
+CHANNEL_WEIGHTS: dict[str, float] = {
+    "filename": 2.0,
+    "words": 0.9,
+    "sections": 1.0,
+    "bm25": 1.0,
+    "exact": 1.0,
+    "short": 1.0,
+    "variants": 1.0,
+    "fuzzy": 1.0,
+    "cjk": 1.0,
+    "semantic": 1.0,
+}
+# Hybrid: per query, the share of lexical evidence in a section's score (the rest is the min-max
+# normalised cosine) = BASE + GAIN x (lexical margin - semantic margin), a margin being the gap
+# between a side's top two sections on its 0-1 scale: the more decisive side leans the mix.
+HYBRID_LEXICAL_BASE = 0.5
+HYBRID_MARGIN_GAIN = 0.5
+HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
+# Hybrid, semantic side: a section scores its best child's normalised cosine plus this share of
+# its next SEMANTIC_CHILD_COUNT children's, so a passage whose several windows match beats one
+# whose single window happens to (scaled by the part of the section they are, and by 1 - hub).
+SEMANTIC_CHILD_SHARE = 0.05
+SEMANTIC_CHILD_COUNT = 2
+# Semantic candidates fetched from the query worker, and the distinct child texts of them handed
+# to fusion (every byte-identical copy kept: copies share one vector and tie, and counted apart
+# they would fill the list and cut how deep it reaches into the folder).
+SEMANTIC_DEPTH = 400
+SEMANTIC_DISTINCT = 100
+
+# -- priors ------------------------------------------------------------------------------------
+# A section's score is multiplied by 1 - HUB_PRIOR x hub (sections.hub, 0-1 from
+# helpers.text.hubs) in every mode: a contents page, an index or a list of questions mentions
+# every topic and answers none. Below 1, so a hub is lowered, never scored 0: it still ranks
+# first when only hubs hold the query's words.
+HUB_PRIOR = 0.9
+# Candidates per requested hit looked at by the pointer prior and the tie-break (several chunks
+# of one section collapse into one hit, so the head must be longer than top_k).
+TIE_WINDOW_PER_HIT = 8
+
+# -- confidence (helpers.ranking.confidence; bench/RESULTS.md "Answer confidence") --------------
+# A side "agrees" when the top hit is within its first few ranks (chunk ranks inside a channel:
+# several chunks of one passage often take the first places).
+AGREE_RANK = 3
+# Nothing really matched = neither side has evidence. Lexical: under two thirds of the query's
+# content words are in the top section. Semantic: the top cosine is under COSINE_MIN or (unless
+# it is COSINE_STRONG) stands less than COSINE_GAP_MIN above the median of the other hits. The
+# grid point that keeps questions run against another set's documents low while marking the
+# fewest correct in-domain answers low (multilingual-e5-small INT8).
+COVERAGE_MIN = 2 / 3
+COSINE_MIN = 0.84
+COSINE_GAP_MIN = 0.02
+# A top cosine this high is evidence by itself, whatever the gap: on collections of similar
+# documents every hit has a high cosine, so the gap to the median is ~0 even for the right
+# answer. Above every top cosine of a question run against another set's documents, with 0.02
+# to spare.
+COSINE_STRONG = 0.90
+# A clear winner: the top fused score at least 25 % above the runner-up's (the signal whose
+# best-scored queries have the highest precision@1 on every set; leave-one-set-out picks it).
+MARGIN_HIGH = 0.25
+# `high` also needs the semantic side to have the top hit within AGREE_RANK when it ran: most
+# cross-set queries that reach the margin alone do not.
+AGREE_FOR_HIGH = True
+# A hub (hub score over 0.5 = over half its text in list entries) mentions every topic and
+# answers none: it is never a `high` answer.
+HUB_MAX_HIGH = 0.5
+# A top section that matches by quoting the query in a cross-reference points at the answer:
+# the largest pointer weight (0-1) a `high` top hit may carry; 0 = none.
+POINTER_MAX_HIGH = 0.0
+# A second route to `high` when both sides put the top hit at their top (semantic within
+# AGREE_RANK, lexical within LEXICAL_AGREE_RANK, top cosine >= AGREED_COSINE_MIN): two
+# independent sides naming one section is evidence a flat fused margin (converted slides,
+# sheets, PDF pages) does not show. The cosine floor keeps agreement on a weak match out; it
+# sits between the median top cosine of another set's questions and the in-domain one. Semantic
+# and lexical mode never take it (one side only). None: no second route.
+MARGIN_AGREED: float | None = 0.15
+LEXICAL_AGREE_RANK = 2
+AGREED_COSINE_MIN = 0.86
+# Studied and off (calibration switches of bench/bench_confidence.py): the margin over the
+# first hit of another document instead of the first other text, and agreement by the best
+# rank of any hit of the top document.
+MARGIN_BY_DOCUMENT = False
+AGREE_BY_DOCUMENT = False
