@@ -6,8 +6,10 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from helpers.lexical import index_terms
 from helpers.lexical.query_terms import Query
 from helpers.safety import scope_like_pattern
+from helpers.text.normalize import fold_marked
 
 CHANNEL_DEPTH = 200  # candidates each channel contributes to fusion
 PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's frequency
@@ -99,12 +101,21 @@ class SearchContext:
     filters: Filters
     _df: dict[str, int] = field(default_factory=dict)
     _cache: dict[str, ChannelResult] = field(default_factory=dict)
+    # The query's words with the marks fold() drops: chunks with these exact forms rank first.
+    marked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Every channel filters through self.filters: staged rows are left out of all of them.
         hidden = hidden_document_ids(self.conn)
         if hidden:
             self.filters = replace(self.filters, hidden_doc_ids=hidden)
+        if any(g.kind == "word" and not g.parts for g in self.query.groups):
+            languages = index_terms.index_languages(self.conn)
+            self.query = index_terms.fitted_query(self.query, languages, self._known)
+        self.marked = index_terms.marked_words(self.query)
+
+    def _known(self, word: str) -> bool:
+        return self.doc_freq(word) > 0
 
     def doc_freq(self, word: str) -> int:
         """Chunks whose word index holds `word` as a whole token (0 = not in the corpus)."""
@@ -159,7 +170,30 @@ class SearchContext:
         """(chunk id, -rank) of an FTS5 MATCH over `table` (rowid = chunks.id), best first,
         with the filters applied; ties broken by chunk id. `newest_first` skips ranking (a
         query of words in most chunks has no useful BM25 order, and ranking costs ~2.5 µs per
-        matching chunk): the newest matches come first, with score 0."""
+        matching chunk): the newest matches come first, with score 0. A query with marks
+        (réunion) puts the chunks holding its words with those marks first (marks_first)."""
+        found = self._ranked_match(table, match, depth, rank, newest_first)
+        return self.marks_first(found) if self.marked else found
+
+    def marks_first(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """`ranked` with the chunks holding more of the query's marked words first (a stable
+        sort: the channel's order stays inside each count). The index folds marks away, so
+        without this a query typed with marks would rank forms without them as high."""
+        if not ranked:
+            return ranked
+        texts: dict[int, str] = {}
+        ids = [cid for cid, _ in ranked]
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT id, text FROM chunks WHERE id IN ({marks})"
+            texts.update((row[0], fold_marked(row[1])) for row in self.conn.execute(sql, batch))
+        held = {cid: sum(w in texts.get(cid, "") for w in self.marked) for cid in ids}
+        return sorted(ranked, key=lambda hit: -held[hit[0]])
+
+    def _ranked_match(
+        self, table: str, match: str, depth: int, rank: str | None, newest_first: bool
+    ) -> list[tuple[int, float]]:
         rank_clause = f" AND {table}.rank MATCH ?" if rank else ""
         rank_params: list[object] = [rank] if rank else []
         if newest_first:

@@ -85,12 +85,20 @@ def fold_marked(text: str) -> str:
     digits → Arabic digits; the marks of letters are kept (a query with marks prefers them)."""
     if text.isascii():
         return clean_text(text).lower()
-    text = unicodedata.normalize("NFKC", clean_text(text))
+    return compatible(clean_text(text)).lower().translate(_FOLD_MAP).translate(_THAI_DIGITS)
+
+
+def compatible(text: str) -> str:
+    """NFKC (ﬁ → fi, ＡＢＣ → ABC, ﾃｽﾄ → テスト) of cleaned text, keeping Thai SARA AM and the
+    spacing kana voiced marks whole; case is kept."""
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", text)
     if "\u0e4d" in text:  # NFKC splits SARA AM, which clean_text joined on purpose
         text = _SARA_AM_SPLIT.sub("\u0e33", text)
     if " \u3099" in text or " \u309a" in text:
         text = _SPACED_VOICED.sub(lambda m: _VOICED_SPACING[m.group(1)], text)
-    return text.lower().translate(_FOLD_MAP).translate(_THAI_DIGITS)
+    return text
 
 
 def has_foldable_marks(text: str) -> bool:
