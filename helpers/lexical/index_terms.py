@@ -32,20 +32,21 @@ _DIGRAPHS = re.compile("ae|oe|ue")
 MAX_DIGRAPHS = 3  # 2**3 spellings at most per word
 _MARKED_WORD = re.compile(r"[^\W\d_]+")
 _CACHE_LOCK = threading.Lock()
-_LANGUAGES: dict[tuple[str, int, int], tuple[str, ...]] = {}
+_LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
 
 
 def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
     """The Snowball stemmers of the index's languages, most chunks first (cached per database
-    file, chunk count and newest chunk id: a sync changes the key)."""
-    low, high, count = conn.execute("SELECT MIN(id), MAX(id), COUNT(*) FROM chunks").fetchone()
-    if not count:
+    file and newest chunk id, a B-tree probe: every sync that writes a chunk changes the key)."""
+    high = conn.execute("SELECT MAX(id) FROM chunks").fetchone()[0]
+    if high is None:
         return ()
     path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
-    key = (path or f"memory:{id(conn)}", int(count), int(high))
+    key = (path or f"memory:{id(conn)}", int(high))
     with _CACHE_LOCK:
         if key in _LANGUAGES:
             return _LANGUAGES[key]
+    low, count = conn.execute("SELECT MIN(id), COUNT(*) FROM chunks").fetchone()
     step = max((high - low) / LANGUAGE_SAMPLE, 1.0)
     texts = []
     for i in range(min(LANGUAGE_SAMPLE, count)):
