@@ -24,7 +24,7 @@ from helpers.text.normalize import fold, fold_marked
 LANGUAGE_SAMPLE = 64
 # A language stems queries when at least this share of the sampled chunks is in it: below, it
 # is the identifier's noise on short or technical chunks, or a quotation.
-LANGUAGE_MIN_SHARE = 0.15
+LANGUAGE_MIN_SHARE = 0.1
 # ä/ö/ü are typed as ae/oe/ue where the keyboard has no such keys: a query word with these that
 # the index does not hold is also looked for with the single letter fold() leaves of ä/ö/ü,
 # when the index holds that spelling (an English "does" never becomes "dos").
