@@ -60,6 +60,8 @@ def _mark_free_table() -> dict[int, str]:
 
 
 _MARK_FREE = _mark_free_table()
+_MARKED_LETTER = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_MARK_FREE)) + "]")
+_COMBINING = re.compile("[\u0300-\u036f]")
 
 
 def clean_text(text: str) -> str:
@@ -77,7 +79,12 @@ def fold(text: str) -> str:
     """Matching form: the marked form (`fold_marked`) without Latin and Greek marks."""
     if text.isascii():  # NFKC, the marks and the maps change no ASCII text but its case
         return clean_text(text).lower()
-    return _LOOSE_MARKS.sub("", fold_marked(text).translate(_MARK_FREE))
+    text = fold_marked(text)
+    if _MARKED_LETTER.search(text):  # a scan in C: most non-Latin text has none, skip the map
+        text = text.translate(_MARK_FREE)
+    if _COMBINING.search(text):
+        text = _LOOSE_MARKS.sub("", text)
+    return text
 
 
 def fold_marked(text: str) -> str:
