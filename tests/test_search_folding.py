@@ -52,6 +52,8 @@ DOCUMENTS = {
         "start-up; every option has a default that the ﬁle may override.\n"
     ),
     "ja-1.md": "# 会社\n\nＡＢＣ社の新製品を紹介します。ﾃｽﾄ版は来月から配布されます。\n",
+    "ja-2.md": "# 接続\n\nこのポートはＵＳＢ ３．０に対応しています。\n",
+    "ja-3.md": "# 付属品\n\nUSB メモリは別売りです。\n",
     "th-1.md": "# น้ำ\n\nการประปานครหลวงจัดส่งน้ำประปาให้ประชาชนทุกวันตลอดปี\n",
     "ru-1.md": (
         "# Молочные продукты\n\nЙогурт делают из молока и закваски. Ёжик в тумане не ест "
@@ -92,6 +94,7 @@ def first_path(config: Config, query: str) -> str | None:
         ("ABC社", "ja-1.md"),
         ("テスト", "ja-1.md"),
         ("ﾃｽﾄ", "ja-1.md"),
+        ("USB 3.0", "ja-2.md"),  # ＵＳＢ ３．０に対応: fullwidth, and glued to the Japanese
         ("น้ำประปา", "th-1.md"),
         ("йогурт", "ru-1.md"),
         ("ежик", "ru-1.md"),
@@ -123,7 +126,7 @@ def test_latin_and_greek_marks_ligatures_and_widths_fold_to_what_people_type():
     assert fold("Œuvre, Æsir, Łódź, København") == "oeuvre, aesir, lodz, kobenhavn"
     assert fold("Ἀθῆναι ΆΣΟΣ") == "αθηναι ασοσ"  # tonos and breathings off, final sigma
     assert fold("conﬁguration ﬁle") == "configuration file"
-    assert fold("ＡＢＣ社 ﾃｽﾄ") == "abc社 テスト"
+    assert fold("ＡＢＣ社 ﾃｽﾄ") == "abc 社 テスト"  # a Latin word against CJK text is a word
     assert fold("Tiếng Việt") == "tieng viet"
 
 

@@ -110,8 +110,8 @@ class SearchContext:
         if hidden:
             self.filters = replace(self.filters, hidden_doc_ids=hidden)
         if any(g.kind == "word" and not g.parts for g in self.query.groups):
-            languages = index_terms.index_languages(self.conn)
-            self.query = index_terms.fitted_query(self.query, languages, self._known)
+            profile = index_terms.index_profile(self.conn)
+            self.query = index_terms.fitted_query(self.query, profile.stemmers, self._known)
         self.marked = index_terms.marked_words(self.query)
 
     def _known(self, word: str) -> bool:

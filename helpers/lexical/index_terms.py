@@ -13,7 +13,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from helpers.lexical.query_terms import Query, TermGroup
 from helpers.text import language_id, stemming
@@ -32,20 +32,29 @@ _DIGRAPHS = re.compile("ae|oe|ue")
 MAX_DIGRAPHS = 3  # 2**3 spellings at most per word
 _MARKED_WORD = re.compile(r"[^\W\d_]+")
 _CACHE_LOCK = threading.Lock()
-_LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
 
 
-def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
-    """The Snowball stemmers of the index's languages, most chunks first (cached per database
-    file and newest chunk id, a B-tree probe: every sync that writes a chunk changes the key)."""
+@dataclass(frozen=True)
+class IndexProfile:
+    """What the stored text tells about how to read a query (from an even sample of chunks)."""
+
+    stemmers: tuple[str, ...] = ()  # Snowball stemmers of the index's languages, most first
+
+
+_PROFILES: dict[tuple[str, int], IndexProfile] = {}
+
+
+def index_profile(conn: sqlite3.Connection) -> IndexProfile:
+    """The profile of the index (cached per database file and newest chunk id, a B-tree probe:
+    every sync that writes a chunk changes the key)."""
     high = conn.execute("SELECT MAX(id) FROM chunks").fetchone()[0]
     if high is None:
-        return ()
+        return IndexProfile()
     path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
     key = (path or f"memory:{id(conn)}", int(high))
     with _CACHE_LOCK:
-        if key in _LANGUAGES:
-            return _LANGUAGES[key]
+        if key in _PROFILES:
+            return _PROFILES[key]
     low, count = conn.execute("SELECT MIN(id), COUNT(*) FROM chunks").fetchone()
     step = max((high - low) / LANGUAGE_SAMPLE, 1.0)
     texts = []
@@ -58,10 +67,10 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
     counts = language_id.languages_of(texts)
     total = sum(counts.values())
     common = [code for code, n in counts.most_common() if total and n / total >= LANGUAGE_MIN_SHARE]
-    languages = stemming.snowball_languages(common)
+    profile = IndexProfile(stemming.snowball_languages(common))
     with _CACHE_LOCK:
-        _LANGUAGES[key] = languages
-    return languages
+        _PROFILES[key] = profile
+    return profile
 
 
 def fitted_query(query: Query, languages: tuple[str, ...], known: Callable[[str], bool]) -> Query:

@@ -2,7 +2,7 @@
 wheel, 142 languages; no download).
 
 Used on a sample of an index's chunks to pick the query stemmers (helpers.lexical.
-index_languages), never on a query: a two-word query is too short to identify.
+index_terms), never on a query: a two-word query is too short to identify.
 """
 
 from __future__ import annotations

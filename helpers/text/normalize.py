@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from helpers.text import cjk
+
 # Zero-width and bidi-control characters that split words invisibly (copy-paste from PDFs, RTL
 # overrides in hostile names); they never carry meaning for search.
 _INVISIBLE = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad\u202a-\u202e\u2066-\u2069]")
@@ -62,6 +64,13 @@ def _mark_free_table() -> dict[int, str]:
 _MARK_FREE = _mark_free_table()
 _MARKED_LETTER = re.compile("[" + "".join(re.escape(chr(c)) for c in sorted(_MARK_FREE)) + "]")
 _COMBINING = re.compile("[\u0300-\u036f]")
+# A Latin word or a number written against CJK text (ＵＳＢ３．０に対応, USB를) is a word of its
+# own: a space between them lets the word index see it (the trigram and bigram indexes do not
+# care, and a CJK phrase is looked for with and without spaces).
+_LATIN_OR_DIGIT = "0-9a-z\u00c0-\u024f"
+_GLUED = re.compile(
+    f"(?<=[{cjk.CJK_CHARS}])(?=[{_LATIN_OR_DIGIT}])|(?<=[{_LATIN_OR_DIGIT}])(?=[{cjk.CJK_CHARS}])"
+)
 
 
 def clean_text(text: str) -> str:
@@ -84,6 +93,8 @@ def fold(text: str) -> str:
         text = text.translate(_MARK_FREE)
     if _COMBINING.search(text):
         text = _LOOSE_MARKS.sub("", text)
+    if cjk.has_cjk(text):
+        text = _GLUED.sub(" ", text)
     return text
 
 

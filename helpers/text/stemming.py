@@ -2,7 +2,7 @@
 
 Only queries are stemmed: the word channel searches the stem as a prefix (`отчет*` finds отчёт,
 отчета, отчетов) and the trigram channel as a substring, so the index never depends on the
-stemmer. Which stemmers apply is the index's business (helpers.lexical.index_languages); a query
+stemmer. Which stemmers apply is the index's business (helpers.lexical.index_terms); a query
 parsed without an index gets the English stem for a Latin word and the Russian one for a
 Cyrillic word. `snowballstemmer` is pure Python, maintained by the Snowball project and already a
 Sphinx dependency; without it stemming is skipped (logged once) and search still works.
