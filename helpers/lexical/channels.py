@@ -162,7 +162,7 @@ def _sections(ctx: SearchContext) -> ChannelResult:
         key=lambda x: (-x[0], x[1]),
     )
     ranked = [(cid, score) for score, cid in scored[:CHANNEL_DEPTH]]
-    if ctx.marked:  # density ranks marked and unmarked forms alike: the marked ones go first
+    if ctx.marked:  # density ranks marked and unmarked forms alike: the unmarked ones go last
         ranked = ctx.marks_first(ranked)
     return ChannelResult("sections", ranked, source.coverage)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from helpers.lexical import index_terms
 from helpers.lexical.query_terms import Query
 from helpers.safety import scope_like_pattern
-from helpers.text.normalize import fold_marked
+from helpers.text.normalize import fold, fold_marked
 
 CHANNEL_DEPTH = 200  # candidates each channel contributes to fusion
 PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's frequency
@@ -101,7 +101,7 @@ class SearchContext:
     filters: Filters
     _df: dict[str, int] = field(default_factory=dict)
     _cache: dict[str, ChannelResult] = field(default_factory=dict)
-    # The query's words with the marks fold() drops: chunks with these exact forms rank first.
+    # The query's words with the marks fold() drops: chunks with only unmarked forms rank last.
     marked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -170,26 +170,30 @@ class SearchContext:
         """(chunk id, -rank) of an FTS5 MATCH over `table` (rowid = chunks.id), best first,
         with the filters applied; ties broken by chunk id. `newest_first` skips ranking (a
         query of words in most chunks has no useful BM25 order, and ranking costs ~2.5 µs per
-        matching chunk): the newest matches come first, with score 0. A query with marks
-        (réunion) puts the chunks holding its words with those marks first (marks_first)."""
+        matching chunk): the newest matches come first, with score 0. For a query with marks
+        (réunion), chunks holding its words only without them come last (marks_first)."""
         found = self._ranked_match(table, match, depth, rank, newest_first)
         return self.marks_first(found) if self.marked else found
 
     def marks_first(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
-        """`ranked` with the chunks holding more of the query's marked words first (a stable
-        sort: the channel's order stays inside each count). The index folds marks away, so
-        without this a query typed with marks would rank forms without them as high."""
+        """`ranked` with the chunks that hold a marked query word only without its marks
+        (resume for résumé) moved after the others, fewest such words first (a stable sort:
+        the channel's order stays inside each group). Before the index folded marks away, a
+        query typed with marks matched only the marked forms; now the others follow them."""
         if not ranked:
             return ranked
-        texts: dict[int, str] = {}
         ids = [cid for cid, _ in ranked]
+        plain = [(word, fold(word)) for word in self.marked]
+        misses: dict[int, int] = {}
         for start in range(0, len(ids), 500):
             batch = ids[start : start + 500]
             marks = ",".join("?" * len(batch))
             sql = f"SELECT id, text FROM chunks WHERE id IN ({marks})"
-            texts.update((row[0], fold_marked(row[1])) for row in self.conn.execute(sql, batch))
-        held = {cid: sum(w in texts.get(cid, "") for w in self.marked) for cid in ids}
-        return sorted(ranked, key=lambda hit: -held[hit[0]])
+            for cid, text in self.conn.execute(sql, batch):
+                marked = fold_marked(text)
+                folded = fold(marked)
+                misses[cid] = sum(w not in marked and f in folded for w, f in plain)
+        return sorted(ranked, key=lambda hit: misses.get(hit[0], 0))
 
     def _ranked_match(
         self, table: str, match: str, depth: int, rank: str | None, newest_first: bool
