@@ -77,6 +77,9 @@ def word_forms(group: TermGroup) -> list[str]:
             forms.append(fts_phrase(group.text) + "*")  # a stem already: отчет* → отчетов
         elif pieces and max(len(p) for p in pieces) >= 2:  # "c++" is the letter c to unicode61
             forms.append(fts_phrase(" ".join(pieces)))
+    for spelling in group.spellings if group.kind == "word" else ():  # bucherei for buecherei
+        star = "*" if len(spelling) >= PREFIX_MIN_CHARS else ""
+        forms.append(fts_phrase(spelling) + star)
     return list(dict.fromkeys(forms))
 
 
@@ -159,6 +162,8 @@ def _sections(ctx: SearchContext) -> ChannelResult:
         key=lambda x: (-x[0], x[1]),
     )
     ranked = [(cid, score) for score, cid in scored[:CHANNEL_DEPTH]]
+    if ctx.marked:  # density ranks marked and unmarked forms alike: the unmarked ones go last
+        ranked = ctx.marks_first(ranked)
     return ChannelResult("sections", ranked, source.coverage)
 
 

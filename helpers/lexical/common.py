@@ -6,8 +6,10 @@ import sqlite3
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
+from helpers.lexical import index_terms
 from helpers.lexical.query_terms import Query
 from helpers.safety import scope_like_pattern
+from helpers.text.normalize import fold, fold_marked
 
 CHANNEL_DEPTH = 200  # candidates each channel contributes to fusion
 PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's frequency
@@ -99,12 +101,21 @@ class SearchContext:
     filters: Filters
     _df: dict[str, int] = field(default_factory=dict)
     _cache: dict[str, ChannelResult] = field(default_factory=dict)
+    # The query's words with the marks fold() drops: chunks with only unmarked forms rank last.
+    marked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Every channel filters through self.filters: staged rows are left out of all of them.
         hidden = hidden_document_ids(self.conn)
         if hidden:
             self.filters = replace(self.filters, hidden_doc_ids=hidden)
+        if any(g.kind == "word" and not g.parts for g in self.query.groups):
+            profile = index_terms.index_profile(self.conn)
+            self.query = index_terms.fitted_query(self.query, profile.stemmers, self._known)
+        self.marked = index_terms.marked_words(self.query)
+
+    def _known(self, word: str) -> bool:
+        return self.doc_freq(word) > 0
 
     def doc_freq(self, word: str) -> int:
         """Chunks whose word index holds `word` as a whole token (0 = not in the corpus)."""
@@ -159,7 +170,34 @@ class SearchContext:
         """(chunk id, -rank) of an FTS5 MATCH over `table` (rowid = chunks.id), best first,
         with the filters applied; ties broken by chunk id. `newest_first` skips ranking (a
         query of words in most chunks has no useful BM25 order, and ranking costs ~2.5 µs per
-        matching chunk): the newest matches come first, with score 0."""
+        matching chunk): the newest matches come first, with score 0. For a query with marks
+        (réunion), chunks holding its words only without them come last (marks_first)."""
+        found = self._ranked_match(table, match, depth, rank, newest_first)
+        return self.marks_first(found) if self.marked else found
+
+    def marks_first(self, ranked: list[tuple[int, float]]) -> list[tuple[int, float]]:
+        """`ranked` with the chunks that hold a marked query word only without its marks
+        (resume for résumé) moved after the others, fewest such words first (a stable sort:
+        the channel's order stays inside each group). Before the index folded marks away, a
+        query typed with marks matched only the marked forms; now the others follow them."""
+        if not ranked:
+            return ranked
+        ids = [cid for cid, _ in ranked]
+        plain = [(word, fold(word)) for word in self.marked]
+        misses: dict[int, int] = {}
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT id, text FROM chunks WHERE id IN ({marks})"
+            for cid, text in self.conn.execute(sql, batch):
+                marked = fold_marked(text)
+                folded = fold(marked)
+                misses[cid] = sum(w not in marked and f in folded for w, f in plain)
+        return sorted(ranked, key=lambda hit: misses.get(hit[0], 0))
+
+    def _ranked_match(
+        self, table: str, match: str, depth: int, rank: str | None, newest_first: bool
+    ) -> list[tuple[int, float]]:
         rank_clause = f" AND {table}.rank MATCH ?" if rank else ""
         rank_params: list[object] = [rank] if rank else []
         if newest_first:

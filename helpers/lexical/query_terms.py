@@ -3,8 +3,10 @@
 One group per word the user meant. Thai runs are segmented into words (newmm, via
 helpers.text.thai); a Chinese / Japanese / Korean run is one group that the bigram channel splits
 (helpers.text.cjk); identifiers (camelCase, snake_case, kebab-case, e-mail) keep their whole form
-plus joined and spaced forms; English and Russian words carry a Snowball stem. Documents and
-queries share fold(), so case, ё/е, Thai digits, SARA AM and zero-width characters agree.
+plus joined and spaced forms; words carry a Snowball stem (English or Russian here; in the
+index's languages once fitted to an index, helpers.lexical.index_terms). Documents and queries
+share fold(), so case, marks of Latin and Greek letters, compatibility forms (ﬁ, ＡＢＣ, ﾃｽﾄ),
+ё/е, Thai digits, SARA AM and zero-width characters agree.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 
 from helpers.lexical.stopwords import is_stop_word
 from helpers.text import cjk, stemming, thai
-from helpers.text.normalize import clean_text, fold, has_thai
+from helpers.text.normalize import clean_text, compatible, fold, has_thai
 
 # A token: letters/digits (Thai included), optionally joined by identifier punctuation
 # (foo-bar, x86_64, a.b, user@host, don't) and ending in + or # (C++, C#).
@@ -103,7 +105,7 @@ class Query:
 
 
 def parse_query(raw: str) -> Query:
-    cleaned = _POSSESSIVE.sub("", clean_text(raw).replace("\u2019", "'")).strip()
+    cleaned = _POSSESSIVE.sub("", compatible(clean_text(raw)).replace("\u2019", "'")).strip()
     folded = fold(cleaned)
     groups: list[TermGroup] = []
     seen: set[str] = set()

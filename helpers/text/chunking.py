@@ -23,7 +23,9 @@ from helpers.text.token_estimate import estimate_tokens
 # their outline section and printed page label, are cut at section headings, and lose
 # per-chapter and odd/even running headers. 5: a slide title without a letter is no heading;
 # a spreadsheet row that is one long text cell is a paragraph, without the repeated header.
-CHUNK_SCHEME = 5
+# 6: the matching form (helpers.text.normalize.fold, stored in chunks.norm) folds NFKC
+# compatibility forms and the marks of Latin and Greek letters.
+CHUNK_SCHEME = 6
 PARENT_MAX_CHARS = 4000  # a section an agent can read in one go without flooding its context
 CHILD_MAX_TOKENS = 112  # leaves room for the prompt and specials under a 128-token encoder limit
 CHILD_OVERLAP_TOKENS = 24  # a sentence cut at a window edge still appears whole in one child

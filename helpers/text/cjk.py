@@ -20,7 +20,8 @@ _HAN_KANA = (
     "\U00020000-\U0003134f"
 )
 # Full-width Latin letters and digits are not CJK: they stay words.
-CJK_RUN = re.compile(f"[{_HANGUL}{_HAN_KANA}]+")
+CJK_CHARS = _HANGUL + _HAN_KANA  # for a character class
+CJK_RUN = re.compile(f"[{CJK_CHARS}]+")
 HANGUL_RUN = re.compile(f"[{_HANGUL}]+")
 
 
