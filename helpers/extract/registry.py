@@ -51,8 +51,8 @@ _MODULES: dict[str, str] = {
     ".txt": "plain_text",
     ".text": "plain_text",
     ".log": "plain_text",
-    ".yaml": "plain_text",
-    ".yml": "plain_text",
+    ".yaml": "yaml_text",
+    ".yml": "yaml_text",
     ".md": "markdown",
     ".markdown": "markdown",
     ".rst": "rst",
@@ -106,6 +106,11 @@ PURE_TEXT_SUFFIXES: frozenset[str] = SOURCE_CODE_SUFFIXES | {
     ".org",
 }
 
+# Reader version per suffix (0 when absent), stored with each document: bump a suffix's number
+# when its reader's output changes, and the next sync reads those documents again, no others.
+# 1: YAML and JSON read OpenAPI / Swagger specs by operation (helpers.extract.openapi).
+_FORMAT_VERSIONS = {".yaml": 1, ".yml": 1, ".json": 1}
+
 # Import name of a third-party library -> what to install when it is missing.
 _INSTALL_HINTS = {
     "pypdfium2": "pip install pypdfium2",
@@ -121,6 +126,11 @@ _INSTALL_HINTS = {
 def format_of(path: Path) -> str:
     """The format name stored for a document: its suffix without the dot, lower-case."""
     return path.suffix.lower().lstrip(".")
+
+
+def format_version(path: Path | str) -> int:
+    """The version of the reader of `path`'s format (documents.format_version)."""
+    return _FORMAT_VERSIONS.get(Path(path).suffix.lower(), 0)
 
 
 def unsupported_reason(path: Path) -> str | None:

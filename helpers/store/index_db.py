@@ -12,13 +12,14 @@ from helpers.store.read_only import BUSY_TIMEOUT_MS, closed_on_error, connect_re
 
 __all__ = ["BUSY_TIMEOUT_MS", "closed_on_error", "connect_read_only"]  # from helpers/sqlite_read
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
 # that readers look up with a fallback (jobs.phase_started_at and jobs.file_progress, see
 # rag_jobs; chunks_cjk, see lexical_cjk; sections.hub, see rag_search.chunk_hubs;
 # skipped_files and jobs.skipped_detail, see rag_skipped; migration 8 keeps chunks_fts's name and
 # MATCH syntax, and the channels rank it with default bm25 weights; migration 9's encodings are
-# told apart from the older ones row by row, see helpers.storage_codec).
+# told apart from the older ones row by row, see helpers.storage_codec; documents.format_version
+# is read only by the sync's plan).
 READABLE_FROM_VERSION = 2
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -362,6 +363,12 @@ INSERT INTO meta(key, value)
 SELECT 'compact_sections_next', '0' WHERE EXISTS (SELECT 1 FROM sections);
 INSERT INTO meta(key, value)
 SELECT 'compact_chunks_next', '0' WHERE EXISTS (SELECT 1 FROM chunks);
+""",
+    10: """
+-- The version of its format's reader a document was read with
+-- (helpers.extract.registry.format_version): when one format's reader changes, the next sync
+-- reads that format's documents again and no others. Older rows get 0.
+ALTER TABLE documents ADD COLUMN format_version INTEGER NOT NULL DEFAULT 0;
 """,
 }
 # The meta row migration 8 writes and index_new_chunks reads: trigram rows of chunks at or past
