@@ -2,9 +2,9 @@
 
 It stands apart from rag_sync (which reads, extracts and writes the planned files) because the
 plan is a pure comparison with its own rules: unchanged by size + mtime_ns, chunk scheme, status,
-format reader and secrets-detector version; staged or retired copies are never files; skipped files (over the
-size limit, excluded) lose their old rows, but a folder that could not be read keeps what was
-indexed from it. It reads the index and walks the folder, and writes nothing.
+format reader and secrets-detector version; staged or retired copies are never files; skipped
+files (over the size limit, excluded) lose their old rows, but a folder that could not be read
+keeps what was indexed from it. It reads the index and walks the folder, and writes nothing.
 """
 
 from __future__ import annotations
