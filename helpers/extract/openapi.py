@@ -28,11 +28,11 @@ METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch",
 OPERATION_DEPTHS = (3, 2, 1, 0)
 OPERATION_TARGET_CHARS = 3800
 SCHEMA_DEPTH = 3  # a schema's own section shows its properties three levels down
-# Schema nodes one section may visit, and the whole document (per byte of the file, plus a base):
-# hostile fan-out references cost time linear in the file's size.
-SECTION_NODES = 2000
-DOCUMENT_NODES_BASE = 200_000
-DOCUMENT_NODES_PER_BYTE = 1
+# Schema lines one section may write, and the whole document (a base plus one per few bytes of
+# the file): hostile fan-out references cost text and time linear in the file's size.
+SECTION_LINES = 400
+DOCUMENT_LINES_BASE = 20_000
+DOCUMENT_BYTES_PER_LINE = 8
 
 
 def read_parsable(path: Path, ctx: ExtractContext) -> str | None:
@@ -50,7 +50,7 @@ def spec_blocks(spec: LoadedSpec, size: int) -> Iterator[TextBlock]:
     """The info section, one section per operation, one per schema."""
     data, spans = spec.data, spec.spans
     refs = Refs(data)
-    document = Budget(DOCUMENT_NODES_BASE + DOCUMENT_NODES_PER_BYTE * size)
+    document = Budget(DOCUMENT_LINES_BASE + size // DOCUMENT_BYTES_PER_LINE)
     yield from _info_blocks(data, spans)
     for where, operation, path_item in _operations(data, refs):
         yield from _operation_blocks(where, operation, path_item, data, refs, spans, document)
@@ -126,7 +126,7 @@ def _operation_blocks(
     yield TextBlock(title, _location(spans, where, heading), BlockKind.HEADING)
     parts: list[tuple[str, list[str]]] = []
     for depth in OPERATION_DEPTHS:
-        budget = document.share(SECTION_NODES if depth else 0)
+        budget = document.share(SECTION_LINES if depth else 0)
         parts = _operation_parts(operation, path_item, data, refs, budget, depth)
         document.settle(budget)
         if sum(len(line) + 1 for _, lines in parts for line in lines) <= OPERATION_TARGET_CHARS:
@@ -245,7 +245,7 @@ def _schema_blocks(
     lines = [f"{key[-1]}: {summary(schema, refs)}"]
     if isinstance(value, dict) and value.get("description"):
         lines.append(short(value["description"], 3000))
-    budget = document.share(SECTION_NODES)
+    budget = document.share(SECTION_LINES)
     lines += schema_lines(schema, refs, budget, SCHEMA_DEPTH)
     document.settle(budget)
     yield TextBlock("\n".join(lines), location, BlockKind.PARAGRAPH)

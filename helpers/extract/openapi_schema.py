@@ -34,7 +34,8 @@ _CONSTRAINTS = (
 
 
 class Budget:
-    """Schema nodes a render may still visit; when it runs out, schemas are named, not expanded."""
+    """Schema lines a render may still write (a schema visited costs one too); when it runs out,
+    schemas are named, not expanded."""
 
     def __init__(self, nodes: int) -> None:
         self.nodes = nodes
@@ -126,8 +127,8 @@ def schema_lines(
     properties = value.get("properties")
     if isinstance(properties, dict):
         for index, (key, prop) in enumerate(properties.items()):
-            if index >= MAX_ITEMS:
-                lines.append(f"{indent}- … {len(properties) - MAX_ITEMS} more properties")
+            if index >= MAX_ITEMS or not budget.take():
+                lines.append(f"{indent}- … {len(properties) - index} more properties")
                 break
             flag = ", required" if str(key) in required else ""
             lines.append(f"{indent}- {key} ({summary(prop, refs)}{flag}){_described(prop, refs)}")
@@ -140,6 +141,8 @@ def schema_lines(
         if not isinstance(parts, list):
             continue
         for part in parts[:MAX_ITEMS]:
+            if not budget.take():
+                break
             if key == "allOf":  # the members' properties are the schema's own
                 lines += schema_lines(part, refs, budget, depth, indent, chain)
             else:
