@@ -293,3 +293,23 @@ def test_a_spec_indexed_by_the_older_reader_is_re_split_and_nothing_else_is_read
     assert versions == {"api.yml": 1, "deploy.yaml": 1, "guide.md": 0}
     again = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
     assert again.counts["unchanged"] == 3
+
+
+def test_hostile_specs_in_a_sync_are_indexed_as_text_and_the_job_goes_on(
+    config: Config, knowledge: Path
+) -> None:
+    _folder(knowledge)
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    (knowledge / "laughs.yaml").write_text(
+        SPEC_HEAD + "x-lol:\n" + "".join(f"  {line}\n" for line in lines), "utf-8"
+    )
+    (knowledge / "deep.json").write_text(
+        '{"openapi": "3.0.0", "x": ' + "[" * 200_000 + "]" * 200_000 + "}", "utf-8"
+    )
+    (knowledge / "tiny-deep.yaml").write_text(SPEC_HEAD + "x: " + "[" * 900 + "]" * 900, "utf-8")
+    job = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
+    assert job.state == "succeeded" and not job.errors, job
+    assert job.counts["added"] == 6
+    hits = rag_service.search(config, "lol", mode="lexical").hits
+    assert hits and hits[0].path == "laughs.yaml" and hits[0].location_label.startswith("line")

@@ -51,7 +51,7 @@ def spec_blocks(spec: LoadedSpec, size: int) -> Iterator[TextBlock]:
     data, spans = spec.data, spec.spans
     refs = Refs(data)
     document = Budget(DOCUMENT_LINES_BASE + size // DOCUMENT_BYTES_PER_LINE)
-    yield from _info_blocks(data, spans)
+    yield from _info_blocks(data, refs, spans)
     for where, operation, path_item in _operations(data, refs):
         yield from _operation_blocks(where, operation, path_item, data, refs, spans, document)
     for where, schemas in (
@@ -88,7 +88,7 @@ def _location(spans: Spans, key: tuple[str, ...], heading: tuple[str, ...]) -> L
     return Location(heading_path=heading, line_start=lines[0], line_end=lines[1])
 
 
-def _info_blocks(data: dict[str, Any], spans: Spans) -> Iterator[TextBlock]:
+def _info_blocks(data: dict[str, Any], refs: Refs, spans: Spans) -> Iterator[TextBlock]:
     info = data.get("info") if isinstance(data.get("info"), dict) else {}
     title = short(info.get("title") or "API", 200)
     version = f" (version {short(info['version'], 40)})" if info.get("version") else ""
@@ -101,6 +101,17 @@ def _info_blocks(data: dict[str, Any], spans: Spans) -> Iterator[TextBlock]:
         lines += [f"Servers: {', '.join(u for u in urls if u)}"] if urls else []
     if data.get("host"):
         lines.append(f"Host: {short(data['host'], 200)}{short(data.get('basePath') or '', 200)}")
+    schemes = (data.get("components") or {}).get("securitySchemes") or data.get(
+        "securityDefinitions"
+    )
+    if isinstance(schemes, dict):
+        for name, raw in list(schemes.items())[:MAX_ITEMS]:
+            scheme = refs.follow(raw).value
+            if isinstance(scheme, dict):
+                kind = " ".join(
+                    short(scheme[k], 60) for k in ("type", "scheme", "in") if k in scheme
+                )
+                lines.append(f"Security scheme {short(name, 100)}: {kind}{_colon(scheme)}")
     tags = data.get("tags")
     if isinstance(tags, list):
         for tag in tags[:MAX_ITEMS]:
