@@ -58,8 +58,7 @@ def main() -> None:
             (
                 n
                 for n, hit in enumerate(hits, 1)
-                if hit.path == "api.yml"
-                and start <= (hit.location.get("line_start") or 0) <= end
+                if hit.path == "api.yml" and start <= (hit.location.get("line_start") or 0) <= end
             ),
             None,
         )

@@ -23,9 +23,11 @@ from helpers.extract.textio import iter_text_chunks
 # file size; a larger file is read as lines.
 MAX_PARSE_BYTES = 10 * 1024 * 1024
 METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
-# Levels of referenced schemas shown inside an operation, tried in turn until its text fits one
-# section an agent reads whole (helpers.text.chunking.PARENT_MAX_CHARS, less the heading).
-OPERATION_DEPTHS = (3, 2, 1, 0)
+# Levels of schema properties shown inside an operation (responses one fewer; the schema's own
+# section has the rest), tried in turn until its text fits one section an agent reads whole
+# (helpers.text.chunking.PARENT_MAX_CHARS, less the heading). 2 rather than 3: as good on the
+# endpoint questions, a third less text to embed (bench/notes/h4-openapi.md).
+OPERATION_DEPTHS = (2, 1, 0)
 OPERATION_TARGET_CHARS = 3800
 SCHEMA_DEPTH = 3  # a schema's own section shows its properties three levels down
 # Schema lines one section may write, and the whole document (a base plus one per few bytes of
@@ -257,7 +259,9 @@ def _schema_blocks(
     if isinstance(value, dict) and value.get("description"):
         lines.append(short(value["description"], 3000))
     budget = document.share(SECTION_LINES)
-    lines += schema_lines(schema, refs, budget, SCHEMA_DEPTH)
+    # The schema's own pointer starts the chain: a property referring back to it is named only.
+    pointer = "#/" + "/".join(k.replace("~", "~0").replace("/", "~1") for k in key)
+    lines += schema_lines(schema, refs, budget, SCHEMA_DEPTH, chain=(pointer,))
     document.settle(budget)
     yield TextBlock("\n".join(lines), location, BlockKind.PARAGRAPH)
 
