@@ -14,7 +14,8 @@ from helpers.config import Config
 from helpers.extract import registry
 from helpers.extract.blocks import BlockKind, ExtractContext, TextBlock
 from helpers.extract.document import DocumentText, read_document
-from helpers.extract.openapi import MAX_PARSE_BYTES
+from helpers.extract.openapi import MAX_PARSE_BYTES, spec_blocks
+from helpers.extract.openapi_load import LoadedSpec, load_yaml_spec
 from helpers.extract.openapi_schema import MAX_REF_HOPS
 from helpers.store.index_db import connect
 
@@ -313,3 +314,31 @@ def test_hostile_specs_in_a_sync_are_indexed_as_text_and_the_job_goes_on(
     assert job.counts["added"] == 6
     hits = rag_service.search(config, "lol", mode="lexical").hits
     assert hits and hits[0].path == "laughs.yaml" and hits[0].location_label.startswith("line")
+
+
+def _key_paths(value: object, path: tuple[object, ...], depth: int) -> list[tuple[object, ...]]:
+    if depth == 0 or not isinstance(value, dict | list):
+        return []
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    out = []
+    for key, item in items:
+        out.append((*path, key))
+        out += _key_paths(item, (*path, key), depth - 1)
+    return out
+
+
+def test_a_spec_with_any_value_of_the_wrong_type_still_renders_without_an_error() -> None:
+    swagger = json.loads((DATA / "petstore-2.0.json").read_text(encoding="utf-8"))
+    common = load_yaml_spec((DATA / "parameters-common-3.0.yaml").read_text(encoding="utf-8"))
+    assert common is not None
+    wrong: list[object] = [None, 7, [1], {"$ref": "#/nowhere"}, {"$ref": 5}, {"a": 1}]
+    for original, depth in ((swagger, 3), (common.data, 6)):
+        for path in _key_paths(original, (), depth):
+            for value in wrong:
+                data = json.loads(json.dumps(original))
+                parent = data
+                for key in path[:-1]:
+                    parent = parent[key]
+                parent[path[-1]] = value
+                blocks = list(spec_blocks(LoadedSpec(data), 20_000))
+                assert blocks[0].kind == BlockKind.HEADING, path

@@ -16,7 +16,15 @@ from typing import Any
 
 from helpers.extract.blocks import BlockKind, ExtractContext, Location, TextBlock
 from helpers.extract.openapi_load import LoadedSpec, Spans
-from helpers.extract.openapi_schema import MAX_ITEMS, Budget, Refs, schema_lines, short, summary
+from helpers.extract.openapi_schema import (
+    MAX_ITEMS,
+    Budget,
+    Refs,
+    mapping,
+    schema_lines,
+    short,
+    summary,
+)
 from helpers.extract.textio import iter_text_chunks
 
 # The parse-size cap of structured text (JSON, YAML): parsing builds Python objects ~10x the
@@ -57,7 +65,7 @@ def spec_blocks(spec: LoadedSpec, size: int) -> Iterator[TextBlock]:
     for where, operation, path_item in _operations(data, refs):
         yield from _operation_blocks(where, operation, path_item, data, refs, spans, document)
     for where, schemas in (
-        (("components", "schemas"), (data.get("components") or {}).get("schemas")),
+        (("components", "schemas"), mapping(data.get("components")).get("schemas")),
         (("definitions",), data.get("definitions")),
     ):
         if isinstance(schemas, dict):
@@ -91,7 +99,7 @@ def _location(spans: Spans, key: tuple[str, ...], heading: tuple[str, ...]) -> L
 
 
 def _info_blocks(data: dict[str, Any], refs: Refs, spans: Spans) -> Iterator[TextBlock]:
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    info = mapping(data.get("info"))
     title = short(info.get("title") or "API", 200)
     version = f" (version {short(info['version'], 40)})" if info.get("version") else ""
     location = _location(spans, ("info",), ("info",))
@@ -99,11 +107,11 @@ def _info_blocks(data: dict[str, Any], refs: Refs, spans: Spans) -> Iterator[Tex
     lines = [short(info["description"], 3000)] if info.get("description") else []
     servers = data.get("servers")
     if isinstance(servers, list):
-        urls = [short(s.get("url"), 200) for s in servers[:MAX_ITEMS] if isinstance(s, dict)]
-        lines += [f"Servers: {', '.join(u for u in urls if u)}"] if urls else []
+        urls = [short(s["url"], 200) for s in servers[:MAX_ITEMS] if mapping(s).get("url")]
+        lines += [f"Servers: {', '.join(urls)}"] if urls else []
     if data.get("host"):
         lines.append(f"Host: {short(data['host'], 200)}{short(data.get('basePath') or '', 200)}")
-    schemes = (data.get("components") or {}).get("securitySchemes") or data.get(
+    schemes = mapping(data.get("components")).get("securitySchemes") or data.get(
         "securityDefinitions"
     )
     if isinstance(schemes, dict):

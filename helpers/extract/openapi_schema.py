@@ -96,6 +96,11 @@ class Refs:
         return node
 
 
+def mapping(value: Any) -> dict[Any, Any]:
+    """`value` when it is a mapping, else an empty one (a spec's field of the wrong type)."""
+    return value if isinstance(value, dict) else {}
+
+
 def short(text: Any, limit: int = MAX_DESCRIPTION_CHARS) -> str:
     """One line of at most `limit` characters."""
     flat = " ".join(str(text).split())
@@ -123,7 +128,10 @@ def schema_lines(
         return []
     chain = (*chain, target.ref)
     lines: list[str] = []
-    required = {str(r) for r in value.get("required") or () if isinstance(r, str | int)}
+    names = value.get("required")
+    required = (
+        {str(r) for r in names if isinstance(r, str | int)} if isinstance(names, list) else set()
+    )
     properties = value.get("properties")
     if isinstance(properties, dict):
         for index, (key, prop) in enumerate(properties.items()):
