@@ -38,11 +38,12 @@ METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch",
 OPERATION_DEPTHS = (2, 1, 0)
 OPERATION_TARGET_CHARS = 3800
 SCHEMA_DEPTH = 3  # a schema's own section shows its properties three levels down
-# Schema lines one section may write, and the whole document (a base plus one per few bytes of
-# the file): hostile fan-out references cost text and time linear in the file's size.
+# Schema lines one section may write, and the whole document (a base plus one per 16 bytes of the
+# file; the busiest real spec measured wrote one per 22): hostile fan-out references cost text
+# and time linear in the file's size (bench/notes/h4-openapi.md).
 SECTION_LINES = 400
 DOCUMENT_LINES_BASE = 20_000
-DOCUMENT_BYTES_PER_LINE = 8
+DOCUMENT_BYTES_PER_LINE = 16
 
 
 def read_parsable(path: Path, ctx: ExtractContext) -> str | None:

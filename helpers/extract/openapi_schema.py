@@ -63,15 +63,27 @@ class Target:
 
 
 class Refs:
-    """Resolves local JSON pointers of one document."""
+    """Resolves local JSON pointers of one document; each distinct `$ref` is resolved once (a
+    spec names the same schema from hundreds of places)."""
 
     def __init__(self, root: dict[str, Any]) -> None:
         self.root = root
+        self._targets: dict[str, Target] = {}
+        self._pointers: dict[str, Any] = {}
 
     def follow(self, value: Any) -> Target:
-        name: str | None = None
-        ref: str | None = None
+        if not isinstance(value, dict) or "$ref" not in value:
+            return Target(value, None, None)
+        first = str(value["$ref"])
+        target = self._targets.get(first)
+        if target is None:
+            target = self._targets[first] = self._chain(first)
+        return target
+
+    def _chain(self, ref: str) -> Target:
         seen: set[str] = set()
+        value: Any = {"$ref": ref}
+        name: str | None = None
         for _ in range(MAX_REF_HOPS):
             if not isinstance(value, dict) or "$ref" not in value:
                 return Target(value, name, ref)
@@ -84,6 +96,8 @@ class Refs:
         return Target(None, name, ref)
 
     def _pointer(self, pointer: str) -> Any:
+        if pointer in self._pointers:
+            return self._pointers[pointer]
         node: Any = self.root
         for raw in pointer.split("/")[1:] if pointer else []:
             part = unquote(raw).replace("~1", "/").replace("~0", "~")
@@ -92,7 +106,9 @@ class Refs:
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
                 node = node[int(part)]
             else:
-                return None
+                node = None
+                break
+        self._pointers[pointer] = node
         return node
 
 
