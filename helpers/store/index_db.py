@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -371,6 +372,8 @@ SELECT 'compact_chunks_next', '0' WHERE EXISTS (SELECT 1 FROM chunks);
 ALTER TABLE documents ADD COLUMN format_version INTEGER NOT NULL DEFAULT 0;
 """,
 }
+# `ALTER TABLE t ADD COLUMN c` at the start of a statement (after its comment lines).
+_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I | re.M)
 # The meta row migration 8 writes and index_new_chunks reads: trigram rows of chunks at or past
 # its id are left to helpers.store.backfill.backfill_trigram.
 TRIGRAM_BACKFILL_KEY = "trigram_backfill_next"
@@ -449,7 +452,8 @@ def migrate(conn: sqlite3.Connection, full_backfill: bool = False) -> int:
             if schema_version(conn) >= version:
                 continue
             for statement in _split_statements(_MIGRATIONS[version]):
-                conn.execute(statement)
+                if not _adds_existing_column(conn, statement):
+                    conn.execute(statement)
             if version in MIGRATION_BACKFILLS:
                 MIGRATION_BACKFILLS[version](conn)
             conn.execute(
@@ -483,6 +487,18 @@ def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> N
         "INSERT INTO chunks_fts(rowid, norm) SELECT id, norm FROM chunks WHERE id >= ? AND id <= ? "
         "AND id < COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), id + 1)",
         (first_id, last_id, TRIGRAM_BACKFILL_KEY),
+    )
+
+
+def _adds_existing_column(conn: sqlite3.Connection, statement: str) -> bool:
+    """True for an `ALTER TABLE t ADD COLUMN c` whose column is there already: SQLite has no
+    `IF NOT EXISTS` for columns, and a file downgraded by hand (or by a test) still has it."""
+    match = _ADD_COLUMN.search(statement)
+    if match is None:
+        return False
+    table, column = match.groups()
+    return any(
+        row[1] == column for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))
     )
 
 
