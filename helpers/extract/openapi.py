@@ -33,8 +33,8 @@ MAX_PARSE_BYTES = 10 * 1024 * 1024
 METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
 # Levels of schema properties shown inside an operation (responses one fewer; the schema's own
 # section has the rest), tried in turn until its text fits one section an agent reads whole
-# (helpers.text.chunking.PARENT_MAX_CHARS, less the heading). 2 rather than 3: as good on the
-# endpoint questions, a third less text to embed (bench/notes/h4-openapi.md).
+# (helpers.text.chunking.PARENT_MAX_CHARS, less the heading). Deeper levels find endpoints no
+# better and add text to embed (bench/notes/h4-openapi.md).
 OPERATION_DEPTHS = (2, 1, 0)
 OPERATION_TARGET_CHARS = 3800
 SCHEMA_DEPTH = 3  # a schema's own section shows its properties three levels down
