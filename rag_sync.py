@@ -374,6 +374,7 @@ def _kept_as_is(
     current_detector = old.detector_version == DETECTOR_VERSION
     if (
         old.chunk_scheme == CHUNK_SCHEME
+        and old.reader_current
         and current_detector
         and (old.status == "indexed" or (old.status == "needs_ocr" and ctx.ocr is None))
     ):

@@ -142,7 +142,7 @@ def test_a_schema_8_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     monkeypatch.setattr(backfill, "COMPACT_CHUNK_ROWS", 7)
     monkeypatch.setattr(backfill.time, "sleep", pauses.append)
     with closing(index_db.open_index(old.db_path)) as conn:
-        assert index_db.schema_version(conn) == 9
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
         assert not backfill.compact_backfill_pending(conn)
         conn.execute("VACUUM")
     assert len(pauses) == math.ceil(sections / 3) + math.ceil(chunks / 7)  # one per batch

@@ -30,6 +30,10 @@ class Format:
     inline: bool = False  # the console shows the original in the browser instead of downloading
     library: str = ""  # import name of the third-party library its extractor needs
     install: str = ""  # what to run when that library is missing
+    # Version of its reader's output, stored with each document: bump it when the reader's
+    # output changes, and the next sync reads that format's documents again and no others.
+    # 1 for YAML and JSON: OpenAPI / Swagger specs are read by operation (helpers.extract.openapi).
+    reader_version: int = 0
 
 
 _TEXT = {"in_process": True, "shown_as_text": True, "inline": True}
@@ -52,12 +56,14 @@ SOURCE_CODE_SUFFIXES = (
 
 FORMATS: tuple[Format, ...] = (
     Format("text", (".txt", ".text", ".log"), "plain_text", "text/plain", **_TEXT),
-    Format("yaml", (".yaml", ".yml"), "plain_text", "application/yaml", **_TEXT),
+    Format("yaml", (".yaml", ".yml"), "yaml_text", "application/yaml", reader_version=1,
+           **_TEXT),
     Format("markdown", (".md", ".markdown"), "markdown", "text/markdown", **_TEXT),
     Format("rst", (".rst",), "rst", "text/x-rst", **_TEXT),
     Format("csv", (".csv",), "delimited", "text/csv", **_TEXT),
     Format("tsv", (".tsv",), "delimited", "text/tab-separated-values", **_TEXT),
-    Format("json", (".json",), "json_text", "application/json", shown_as_text=True, inline=True),
+    Format("json", (".json",), "json_text", "application/json", shown_as_text=True, inline=True,
+           reader_version=1),
     Format("ipynb", (".ipynb",), "ipynb", "application/x-ipynb+json", shown_as_text=True,
            inline=True),
     Format("html", (".html", ".htm"), "html_page", "text/html", in_process=True, inline=True),
@@ -118,6 +124,12 @@ def format_for(path: Path) -> Format | None:
 def format_of(path: Path) -> str:
     """The format name stored for a document: its suffix without the dot, lower-case."""
     return path.suffix.lower().lstrip(".")
+
+
+def format_version(path: Path | str) -> int:
+    """The reader version of `path`'s format (documents.format_version; 0 when unread)."""
+    found = BY_SUFFIX.get(Path(path).suffix.lower())
+    return found.reader_version if found else 0
 
 
 def gzip_inner_suffix(path: Path) -> str:

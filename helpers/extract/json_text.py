@@ -1,4 +1,5 @@
-"""JSON: pretty-printed files read as text lines; minified files as flattened `key.path: value`.
+"""JSON: an OpenAPI / Swagger spec by operation (helpers.extract.openapi); other pretty-printed
+files read as text lines; minified files as flattened `key.path: value`.
 
 Text lines keep exact line numbers and stream at any size. A minified file is one huge line that
 reads badly, so when it is small enough to parse it becomes one `a.b[0].c: value` line per leaf.
@@ -14,10 +15,10 @@ from typing import Any
 from helpers.extract import plain_text as extract_text
 from helpers.extract.blocks import BlockKind, ExtractContext, Location, TextBlock
 from helpers.extract.common import MAX_BLOCK_CHARS, ParagraphBuffer
-from helpers.extract.textio import iter_text_chunks
+from helpers.extract.openapi import MAX_PARSE_BYTES, read_parsable, spec_blocks
+from helpers.extract.openapi_load import load_json_spec
 
-# Parsing builds Python objects ~10x the file size; above this we stream text lines instead.
-MAX_PARSE_BYTES = 10 * 1024 * 1024
+__all__ = ["MAX_PARSE_BYTES", "extract"]
 # Average characters per line above which a file counts as minified (pretty JSON is ~30-80).
 MINIFIED_LINE_CHARS = 200
 # Nesting deeper than this is cut (a hostile file must not exhaust the stack).
@@ -25,7 +26,12 @@ MAX_DEPTH = 64
 
 
 def extract(path: Path, ctx: ExtractContext) -> Iterator[TextBlock]:
-    data = _parse_if_minified(path, ctx)
+    text = read_parsable(path, ctx)
+    spec = load_json_spec(text) if text is not None else None
+    if spec is not None and text is not None:
+        yield from spec_blocks(spec, len(text))
+        return
+    data = _parse_if_minified(text)
     if data is None:
         yield from extract_text.extract(path, ctx)
         return
@@ -42,14 +48,9 @@ def _block(text: str) -> TextBlock:
     return TextBlock(text, Location(line_start=1, line_end=1), BlockKind.PARAGRAPH)
 
 
-def _parse_if_minified(path: Path, ctx: ExtractContext) -> Any | None:
-    try:
-        size = path.stat().st_size
-    except OSError:
+def _parse_if_minified(text: str | None) -> Any | None:
+    if text is None:
         return None
-    if size > MAX_PARSE_BYTES or size == 0:
-        return None
-    text = "".join(iter_text_chunks(path, ctx))
     if len(text) / (text.count("\n") + 1) < MINIFIED_LINE_CHARS:
         return None
     try:

@@ -30,6 +30,7 @@ from helpers.extract.formats import (
     SUPPORTED_SUFFIXES,
     format_for,
     format_of,
+    format_version,
     unsupported_reason,
 )
 
@@ -38,7 +39,14 @@ log = logging.getLogger(__name__)
 Extractor = Callable[[Path, ExtractContext], Iterator[TextBlock]]
 
 # The sync's view of the formats: which suffixes, each file's extractor, why one is refused.
-__all__ = ["Extractor", "SUPPORTED_SUFFIXES", "extractor_for", "format_of", "unsupported_reason"]
+__all__ = [
+    "Extractor",
+    "SUPPORTED_SUFFIXES",
+    "extractor_for",
+    "format_of",
+    "format_version",
+    "unsupported_reason",
+]
 
 
 def extractor_for(path: Path) -> Extractor | None:

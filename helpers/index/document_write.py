@@ -318,6 +318,7 @@ def _upsert_document(
         json.dumps(content.needs_ocr_pages) if content.needs_ocr_pages else None,
         content.redactions,
         DETECTOR_VERSION,
+        extractors.format_version(entry.abs_path),
         time.time(),
         entry.rel_path,
     )
@@ -325,8 +326,8 @@ def _upsert_document(
         return conn.execute(
             "INSERT INTO documents(size, mtime_ns, sha256, format, title, status, error, "
             "chunk_scheme, ocr_engine, ocr_pages, needs_ocr_pages, redactions, detector_version, "
-            "indexed_at, path, section_count, chunk_count) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "format_version, indexed_at, path, section_count, chunk_count) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 *values,
                 len(content.sections),
@@ -336,7 +337,7 @@ def _upsert_document(
     conn.execute(
         "UPDATE documents SET size=?, mtime_ns=?, sha256=?, format=?, title=?, status=?, "
         "error=?, chunk_scheme=?, ocr_engine=?, ocr_pages=?, needs_ocr_pages=?, redactions=?, "
-        "detector_version=?, indexed_at=?, path=? WHERE id=?",
+        "detector_version=?, format_version=?, indexed_at=?, path=? WHERE id=?",
         (*values, doc_id),
     )
     if counts:

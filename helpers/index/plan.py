@@ -1,10 +1,10 @@
 """Planning a sync: what the folder holds against what the index holds, before any file is read.
 
 It stands apart from rag_sync (which reads, extracts and writes the planned files) because the
-plan is a pure comparison with its own rules: unchanged by size + mtime_ns, chunk scheme, status
-and secrets-detector version; staged or retired copies are never files; skipped files (over the
-size limit, excluded) lose their old rows, but a folder that could not be read keeps what was
-indexed from it. It reads the index and walks the folder, and writes nothing.
+plan is a pure comparison with its own rules: unchanged by size + mtime_ns, chunk scheme, status,
+format reader and secrets-detector version; staged or retired copies are never files; skipped
+files (over the size limit, excluded) lose their old rows, but a folder that could not be read
+keeps what was indexed from it. It reads the index and walks the folder, and writes nothing.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ class ExistingDoc:
     chunk_scheme: int
     status: str
     detector_version: int = DETECTOR_VERSION  # helpers.secrets version its text was read with
+    reader_current: bool = True  # read by its format's current reader (registry.format_version)
 
 
 @dataclass
@@ -54,8 +55,8 @@ def plan_sync(
     Files over `max_file_bytes` and `excluded` ones are skipped: their old rows go."""
     plan = SyncPlan()
     for row in conn.execute(
-        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
-        "FROM documents"
+        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version, "
+        "format_version FROM documents"
     ):
         if row["path"].startswith(STAGING_PATH_PREFIX):
             continue  # a staged or retired copy, never a file (discarded by sync_files)
@@ -68,6 +69,7 @@ def plan_sync(
                 row["chunk_scheme"],
                 row["status"],
                 row["detector_version"],
+                row["format_version"] == extractors.format_version(row["path"]),
             )
     seen: set[str] = set()
     for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
@@ -86,6 +88,7 @@ def plan_sync(
             and old.chunk_scheme == CHUNK_SCHEME
             and old.status == "indexed"
             and old.detector_version == DETECTOR_VERSION
+            and old.reader_current
         ):
             plan.unchanged += 1
         else:

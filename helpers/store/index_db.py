@@ -3,6 +3,7 @@ the chunks a write adds. The face the rest of the program opens the index throug
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -26,6 +27,8 @@ __all__ = [
 # Every resumable backfill, in migration order: the trigram rows before the compaction (searches
 # miss the chunks the trigram rebuild has not reached; only the size waits on the compaction).
 RESUMABLE = tuple(step for migration in MIGRATIONS for step in migration.resumable)
+# `ALTER TABLE t ADD COLUMN c` at the start of a statement (after its comment lines).
+_ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+(\w+)", re.I | re.M)
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
@@ -56,7 +59,8 @@ def migrate(
             if schema_version(conn) >= migration.version:
                 continue
             for statement in _split_statements(migration.sql):
-                conn.execute(statement)
+                if not _adds_existing_column(conn, statement):
+                    conn.execute(statement)
             if migration.backfill is not None:
                 migration.backfill(conn)
             conn.execute(
@@ -96,6 +100,18 @@ def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> N
         "INSERT INTO chunks_fts(rowid, norm) SELECT id, norm FROM chunks WHERE id >= ? AND id <= ? "
         "AND id < COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), id + 1)",
         (first_id, last_id, TRIGRAM_BACKFILL_KEY),
+    )
+
+
+def _adds_existing_column(conn: sqlite3.Connection, statement: str) -> bool:
+    """True for an `ALTER TABLE t ADD COLUMN c` whose column is there already: SQLite has no
+    `IF NOT EXISTS` for columns, and a file downgraded by hand (or by a test) still has it."""
+    match = _ADD_COLUMN.search(statement)
+    if match is None:
+        return False
+    table, column = match.groups()
+    return any(
+        row[1] == column for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))
     )
 
 

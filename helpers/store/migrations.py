@@ -386,6 +386,13 @@ INSERT INTO meta(key, value)
 SELECT 'compact_chunks_next', '0' WHERE EXISTS (SELECT 1 FROM chunks);
 """
 
+_FORMAT_VERSION = """
+-- The version of its format's reader a document was read with
+-- (helpers.extract.formats.format_version): when one format's reader changes, the next sync
+-- reads that format's documents again and no others. Older rows get 0.
+ALTER TABLE documents ADD COLUMN format_version INTEGER NOT NULL DEFAULT 0;
+"""
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _BASE),
@@ -397,6 +404,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(7, _SKIPPED_FILES),
     Migration(8, _ONE_TEXT_COPY, resumable=(TRIGRAM_REBUILD,)),
     Migration(9, _COMPACT_ROWS, resumable=(COMPACT_SECTIONS, COMPACT_CHUNKS)),
+    Migration(10, _FORMAT_VERSION),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -404,5 +412,6 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # helpers.store.job_rows; chunks_cjk, see helpers.lexical; sections.hub, see rag_search;
 # skipped_files and jobs.skipped_detail, see helpers.store.skipped_files; migration 8 keeps
 # chunks_fts's name and MATCH syntax, and the channels rank it with default bm25 weights;
-# migration 9's encodings are told apart from the older ones row by row, see helpers.store.codec).
+# migration 9's encodings are told apart from the older ones row by row, see helpers.store.codec;
+# documents.format_version is read only by the sync's plan).
 READABLE_FROM_VERSION = 2
