@@ -13,7 +13,7 @@ import rag_service
 from helpers.config import Config
 from helpers.extract import registry
 from helpers.extract.blocks import BlockKind, ExtractContext, TextBlock
-from helpers.extract.document import DocumentText, read_document
+from helpers.extract.document import DocumentText, build_document_text
 from helpers.extract.openapi import MAX_PARSE_BYTES, spec_blocks
 from helpers.extract.openapi_load import LoadedSpec, load_yaml_spec
 from helpers.extract.openapi_schema import MAX_REF_HOPS
@@ -29,7 +29,7 @@ def extract(path: Path) -> list[TextBlock]:
 
 
 def sections(path: Path) -> DocumentText:
-    return read_document(extract(path), 20_000_000, lambda: None)
+    return build_document_text(extract(path), 20_000_000, lambda: None)
 
 
 def section_at(doc: DocumentText, *heading: str) -> str:

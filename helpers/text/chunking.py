@@ -52,7 +52,7 @@ class Section:
     location: Location
     children: tuple[Child, ...]
     ocr: bool = False
-    # helpers.text.hubs.hub_score(text), set by helpers.extract.document.read_document (so it is
+    # helpers.text.hubs.hub_score(text), set by extract.document.build_document_text (so it is
     # computed in the extraction child for what the child reads); None: the writer computes it.
     hub: float | None = None
 
