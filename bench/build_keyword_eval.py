@@ -57,9 +57,7 @@ class Entry:
 def install_hint(lang: str) -> str:
     if lang == PYINDEX:
         return "apt-get install --no-install-recommends python3.11-doc"
-    return (
-        f"apt-get install --no-install-recommends libreoffice-help-{lang} libreoffice-help-en-us"
-    )
+    return f"apt-get install --no-install-recommends libreoffice-help-{lang} libreoffice-help-en-us"
 
 
 def query_text(raw: str) -> str:
@@ -77,7 +75,9 @@ def strip_marks(text: str) -> str:
 
 # --- LibreOffice help ----------------------------------------------------------------------
 
-_BOOKMARK = re.compile(r'^\{url:"(?P<url>[^"]*)", app:"[^"]*", text:"(?P<text>(?:[^"\\]|\\.)*)"\},?$')
+_BOOKMARK = re.compile(
+    r'^\{url:"(?P<url>[^"]*)", app:"[^"]*", text:"(?P<text>(?:[^"\\]|\\.)*)"\},?$'
+)
 _DISPLAY_START = re.compile(r'<div id="DisplayArea"[^>]*>')
 _DISPLAY_END = '<div id="SearchFrame">'
 _KEYWORDS_META = re.compile(r'<meta itemprop="keywords"[^>]*>\n?')
@@ -204,9 +204,7 @@ def python_entries(docs: Path) -> list[Entry]:
     parser = _GenIndexParser()
     parser.feed(index.read_text(encoding="utf-8"))
     parser.close()
-    return [
-        Entry(query_text(text), page) for text, pages in parser.entries for page in set(pages)
-    ]
+    return [Entry(query_text(text), page) for text, pages in parser.entries for page in set(pages)]
 
 
 # --- the set -------------------------------------------------------------------------------
@@ -276,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     golden = build(args.out, args.lang, args.queries, args.strip_marks)
     pages = sum(1 for p in (args.out / "docs").rglob("*") if p.is_file())
-    sys.stderr.write(f"{args.out / 'golden.json'}: {len(golden['queries'])} queries, {pages} pages\n")
+    count = len(golden["queries"])
+    sys.stderr.write(f"{args.out / 'golden.json'}: {count} queries, {pages} pages\n")
     return 0
 
 
