@@ -131,12 +131,9 @@ def libreoffice_entries(lang: str, docs: Path) -> list[Entry]:
         target = docs / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(clean_help_page(page.read_text(encoding="utf-8"), lang), "utf-8")
-    english = set(read_bookmarks(en_dir))
-    return [
-        Entry(query_text(text), page)
-        for page, text in read_bookmarks(lang_dir)
-        if (page, text) not in english
-    ]
+    english = {(page, query_text(text).casefold()) for page, text in read_bookmarks(en_dir)}
+    entries = [Entry(query_text(text), page) for page, text in read_bookmarks(lang_dir)]
+    return [e for e in entries if (e.page, e.query.casefold()) not in english]
 
 
 # --- Python documentation ------------------------------------------------------------------
