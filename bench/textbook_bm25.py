@@ -141,6 +141,7 @@ def evaluate(golden: dict, documents: dict[str, str], lang: str) -> dict:
     )
     started = time.perf_counter()
     per_lang: dict[str, list[tuple[int | None, bool]]] = {}
+    per_group: dict[str, list[tuple[int | None, bool]]] = {}
     for query in golden["queries"]:
         terms = list(dict.fromkeys(tokens(query["query"])))
         ranked: list[str] = []
@@ -155,6 +156,8 @@ def evaluate(golden: dict, documents: dict[str, str], lang: str) -> dict:
         relevant = {r if isinstance(r, str) else r["path"] for r in query["relevant"]}
         rank = next((i + 1 for i, path in enumerate(ranked) if path in relevant), None)
         per_lang.setdefault(query.get("lang", "und"), []).append((rank, not ranked))
+        if query.get("group"):
+            per_group.setdefault(query["group"], []).append((rank, not ranked))
     con.close()
     everything = [item for items in per_lang.values() for item in items]
     report = {
@@ -163,6 +166,7 @@ def evaluate(golden: dict, documents: dict[str, str], lang: str) -> dict:
         "lang": lang,
         **_metrics(everything),
         "by_lang": {code: _metrics(items) for code, items in sorted(per_lang.items())},
+        "by_group": {name: _metrics(items) for name, items in sorted(per_group.items())},
         "documents": len(documents),
         "eval_seconds": round(time.perf_counter() - started, 2),
     }
