@@ -70,11 +70,11 @@ def load_floors(path: Path) -> dict[str, Floor]:
             v.get("mode", default_mode),
             float(v["min_mrr@10"]),
             float(v["min_recall@8"]),
-            v.get("build", ""),
-            v.get("docs", "docs"),
-            v.get("min_unit_mrr@10"),
-            v.get("min_unit_recall@1"),
-            tuple(v.get("build_args", ())),
+            build=v.get("build", ""),
+            build_args=tuple(v.get("build_args", ())),
+            docs=v.get("docs", "docs"),
+            min_unit_mrr=v.get("min_unit_mrr@10"),
+            min_unit_recall1=v.get("min_unit_recall@1"),
         )
         for label, v in data["sets"].items()
     }
