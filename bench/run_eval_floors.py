@@ -6,7 +6,8 @@ A floor entry is keyed by its label: the set name (lexical, the file's default m
 `set/mode` with "set" and "mode" fields; hybrid/semantic entries index with the shared real model
 (`--model-dir`), so the gate also covers the vector build and the fusion. An entry with "build"
 names a script that builds the set from installed packages into a temporary folder first
-(`bench/build_pdf_eval.py`: real PDF manuals from Debian); "min_unit_mrr@10" and
+(`bench/build_pdf_eval.py`: real PDF manuals from Debian), with "build_args" after the output
+folder (`bench/build_keyword_eval.py` `--lang ko`); "min_unit_mrr@10" and
 "min_unit_recall@1" are floors on its page-level metrics.
 
 Each set is indexed from scratch (fresh temporary data dir, `rag_eval.py --sync`), so the gate
@@ -46,6 +47,7 @@ class Floor:
     min_mrr: float
     min_recall8: float
     build: str = ""  # script (relative to the repo) that builds golden.json + docs/ into a dir
+    build_args: tuple[str, ...] = ()  # its arguments after the output dir ("--lang", "ko")
     docs: str = "docs"  # the knowledge dir inside the built folder
     min_unit_mrr: float | None = None
     min_unit_recall1: float | None = None
@@ -68,10 +70,11 @@ def load_floors(path: Path) -> dict[str, Floor]:
             v.get("mode", default_mode),
             float(v["min_mrr@10"]),
             float(v["min_recall@8"]),
-            v.get("build", ""),
-            v.get("docs", "docs"),
-            v.get("min_unit_mrr@10"),
-            v.get("min_unit_recall@1"),
+            build=v.get("build", ""),
+            build_args=tuple(v.get("build_args", ())),
+            docs=v.get("docs", "docs"),
+            min_unit_mrr=v.get("min_unit_mrr@10"),
+            min_unit_recall1=v.get("min_unit_recall@1"),
         )
         for label, v in data["sets"].items()
     }
@@ -90,7 +93,7 @@ def run_set(label: str, floor: Floor, shared: Path, model_dir: Path) -> SetRun:
         if floor.build:
             set_dir = Path(work) / "set"
             built = subprocess.run(
-                [sys.executable, str(REPO_DIR / floor.build), str(set_dir)],
+                [sys.executable, str(REPO_DIR / floor.build), str(set_dir), *floor.build_args],
                 capture_output=True,
                 text=True,
                 timeout=RUN_TIMEOUT_S,

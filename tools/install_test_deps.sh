@@ -2,8 +2,10 @@
 # Installs everything the test suite needs on a fresh Debian machine: OCR engine and languages,
 # LibreOffice (legacy .doc/.xls/.ppt and PDF fixtures), Thai fonts (rendered test scans), Chromium
 # and its driver (console browser tests), real PDF manuals + qpdf (the debian-pdf page-level eval
-# set of bench/build_pdf_eval.py), procps (`ps`: the sandbox's fallbacks where /proc is missing,
-# simulated in tests), then the pinned Python packages.
+# set of bench/build_pdf_eval.py), LibreOffice help (cs, ko, sv, and en-US to drop untranslated
+# index entries) and the Python HTML docs (keyword sets of bench/build_keyword_eval.py in the floors
+# and tests), procps (`ps`: the sandbox's fallbacks where /proc is missing, simulated in tests),
+# then the pinned Python packages.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 APT_PACKAGES=(
@@ -12,6 +14,7 @@ APT_PACKAGES=(
   fonts-thai-tlwg fonts-dejavu-core
   chromium chromium-driver
   octave-doc gnuplot-doc asymptote-doc qpdf
+  libreoffice-help-en-us libreoffice-help-cs libreoffice-help-ko libreoffice-help-sv python3.11-doc
   procps
 )
 missing=()
