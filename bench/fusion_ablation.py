@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import rag_search  # noqa: E402
-from helpers import eval_metrics  # noqa: E402
+from helpers.eval import metrics as eval_metrics  # noqa: E402
 from helpers.lexical.common import ChannelResult  # noqa: E402
 
 DEPTH_CAPTURED = 400
