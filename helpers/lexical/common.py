@@ -163,7 +163,7 @@ class SearchContext:
         self,
         table: str,
         match: str,
-        depth: int = CHANNEL_DEPTH,
+        depth: int | None = None,
         rank: str | None = None,
         newest_first: bool = False,
     ) -> list[tuple[int, float]]:
@@ -172,6 +172,7 @@ class SearchContext:
         query of words in most chunks has no useful BM25 order, and ranking costs ~2.5 µs per
         matching chunk): the newest matches come first, with score 0. For a query with marks
         (réunion), chunks holding its words only without them come last (marks_first)."""
+        depth = CHANNEL_DEPTH if depth is None else depth  # read per call: a bench may patch it
         found = self._ranked_match(table, match, depth, rank, newest_first)
         return self.marks_first(found) if self.marked else found
 
