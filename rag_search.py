@@ -50,7 +50,7 @@ from helpers.lexical.common import (
 )
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
-from helpers.lexical.pointers import apply_pointer_prior, pointer_match, pointer_weight
+from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
 from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
@@ -508,8 +508,8 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         lambda ids: section_proximity(ctx, ids),
     )
     # a section that matches only by quoting the query in a cross-reference points at the answer
-    fused = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)
-    fused = _break_ties(conn, fused, options.top_k)
+    prior = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)
+    fused = _break_ties(conn, prior.ranked, options.top_k)
     hits, sections = _materialise(conn, fused, query, options)
     hub_of = hubs([h.chunk_id for h in hits])  # read in fusion already: a hub answers none
     hits = [replace(h, hub=hub_of[h.chunk_id]) if h.chunk_id in hub_of else h for h in hits]
@@ -520,22 +520,22 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         sections=sections,
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
-        top=_top_match(query, hits, sections),
+        top=_top_match(prior, hits, sections),
     )
 
 
-def _top_match(query: Query, hits: list[Hit], sections: dict[int, str]) -> TopMatch:
+def _top_match(prior: PointerPrior, hits: list[Hit], sections: dict[int, str]) -> TopMatch:
     """What the confidence band needs of the top hit beyond its ranks: the share of the
     query's content words in its section, and how far the section only quotes the query in a
-    cross-reference. A query that names the file ("budget.csv") matched its path, not its
-    text: the path counts as matched text when the filename channel found the top hit."""
+    cross-reference (the prior's weight). A query that names the file ("budget.csv") matched
+    its path, not its text: the path counts as matched text when the filename channel found it."""
     if not hits:
         return TopMatch()
     top = hits[0]
     text = sections.get(top.section_id, top.snippet)
     named = f"{top.path}\n{text}" if "filename" in top.channels else text
     return TopMatch(
-        coverage=coverage(query, named), pointer=pointer_weight(pointer_match(query, text))
+        coverage=coverage(prior.query, named), pointer=prior.weight(top.section_id, text)
     )
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import rag_search  # noqa: E402
-from helpers import lexical_cjk  # noqa: E402
+from helpers.lexical import cjk_pairs as lexical_cjk  # noqa: E402
 from helpers.lexical.common import SearchContext  # noqa: E402
 from helpers.store import index_db  # noqa: E402
 from helpers.text.cjk import index_text  # noqa: E402

@@ -24,7 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import rag_search  # noqa: E402
-from helpers import eval_metrics  # noqa: E402
+from helpers.eval import metrics as eval_metrics  # noqa: E402
+from helpers.lexical import channels as lexical_channels  # noqa: E402
+from helpers.lexical import common as lexical_common  # noqa: E402
+from helpers.lexical import filename as lexical_filename  # noqa: E402
 from helpers.lexical.common import ChannelResult  # noqa: E402
 
 DEPTH_CAPTURED = 400
@@ -61,7 +64,8 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
 
     config, golden = golden_of(set_name, data_dir, model_dir)
     semantic_candidates.SEMANTIC_DEPTH = 4 * DEPTH_CAPTURED
-    rag_search.CHANNEL_DEPTH = DEPTH_CAPTURED
+    for module in (lexical_common, lexical_channels, lexical_filename):  # each reads its own name
+        module.CHANNEL_DEPTH = DEPTH_CAPTURED
     rag_search.SEMANTIC_DISTINCT = DEPTH_CAPTURED  # `fuse` applies the shipped cut (depth)
     recorded: list[list[ChannelResult]] = []
     original = rag_search.fuse_channels

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fusion_ablation import add_capture_parser, golden_of  # noqa: E402
 
 import rag_search  # noqa: E402
-from helpers import eval_metrics  # noqa: E402
+from helpers.eval import metrics as eval_metrics  # noqa: E402
 
 TOP_HITS = 30  # rag_eval asks for 30 hits
 

@@ -5,8 +5,8 @@ in this process: the format reader's blocks; cleaning and secret redaction
 (helpers.extract.document.build_document_text without its chunker); the chunker
 (helpers.text.chunking.build_sections); the hub score of every section and the matching form of
 every child (both computed again inside the write, counted here on their own); the SQLite write
-of every document into a fresh index (rag_sync_write.write_document, hub scores and matching
-forms included). CPU seconds, not wall: they hold up on a shared box. The hash covers every
+of every document into a fresh index (helpers.index.document_write.write_document, hub scores and
+matching forms included). CPU seconds, not wall: they hold up on a shared box. The hash covers every
 section and child (text, location, OCR flag, hub score, matching form), every document's title,
 redaction count and truncation: equal hashes mean two revisions write the same rows.
 """

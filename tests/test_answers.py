@@ -1,4 +1,5 @@
-"""Answers sized for an agent (rag_answer, rag_confidence, citations) on real synced indexes."""
+"""Answers sized for an agent (helpers.ranking.answer_budget, helpers.ranking.confidence, citations)
+on real synced indexes."""
 
 from __future__ import annotations
 

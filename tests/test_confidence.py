@@ -1,6 +1,6 @@
-"""rag_confidence on a real synced index with the real model: a clear answer both sides agree on
-is `high`, a hub on top never is (search carries each hit's hub score), a winner the semantic
-side does not back is `medium`, a question nothing answers is `low` in every mode."""
+"""helpers.ranking.confidence on a real synced index with the real model: a clear answer both sides
+agree on is `high`, a hub on top never is (search carries each hit's hub score), a winner the
+semantic side does not back is `medium`, a question nothing answers is `low` in every mode."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Migration 9 turns an index as schema 8 wrote it (plain section text, every chunk's whole
 location as JSON, a 64-character text hash per chunk) into the compact encodings of
-helpers.storage_codec, batch by batch; half-converted, killed, read-only and semantic indexes
+helpers.store.codec, batch by batch; half-converted, killed, read-only and semantic indexes
 read and reuse exactly what a fresh index does."""
 
 from __future__ import annotations

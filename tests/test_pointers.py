@@ -156,8 +156,8 @@ def test_a_folder_without_pointers_ranks_exactly_as_before(folder: Config) -> No
         ids = [row[0] for row in conn.execute("SELECT id FROM chunks ORDER BY id")]
         fused = [(cid, 1.0 / (i + 1), {}) for i, cid in enumerate(ids)]
         plain = Query.parse("nightly backups with rsync")
-        assert pointers.apply_pointer_prior(conn, plain, fused, window=64) is fused
-        quoted = pointers.apply_pointer_prior(conn, Query.parse(QUERY), fused, window=64)
+        assert pointers.apply_pointer_prior(conn, plain, fused, window=64).ranked is fused
+        quoted = pointers.apply_pointer_prior(conn, Query.parse(QUERY), fused, window=64).ranked
     finally:
         conn.close()
     before = {cid: score for cid, score, _ in fused}
@@ -167,6 +167,25 @@ def test_a_folder_without_pointers_ranks_exactly_as_before(folder: Config) -> No
     assert [cid for cid, _, _ in quoted if cid not in lowered] == [
         cid for cid, _, _ in fused if cid not in lowered
     ]  # the others keep their order
+
+
+def test_the_top_hit_carries_the_weight_the_prior_gave_its_section(folder: Config) -> None:
+    """One owner: the confidence band reads the weight the prior computed for the top hit's
+    section, the same a fresh judgement of that section gives."""
+    result = rag_service.search(folder, "Where is the projector lamp?", mode="lexical")
+    top = result.hits[0]
+    conn = index_db.connect(folder.db_path)
+    try:
+        ids = [row[0] for row in conn.execute("SELECT id FROM chunks ORDER BY id")]
+        fused = [(cid, 1.0 / (i + 1), {}) for i, cid in enumerate(ids)]
+        query = Query.parse("Where is the projector lamp?")
+        prior = pointers.apply_pointer_prior(conn, query, fused, window=len(ids))
+    finally:
+        conn.close()
+    text = result.sections[top.section_id]
+    fresh = pointers.pointer_weight(pointers.pointer_match(query, text))
+    assert prior.weights[top.section_id] == fresh == result.top.pointer > 0
+    assert prior.weight(top.section_id, text) == fresh
 
 
 def _hostile_section(n: int) -> str:

@@ -1,5 +1,5 @@
 """One shape per result, every face: the CLI `--json`, the console API and MCP structured output
-(a real MCP stdio client) carry exactly the keys rag_results defines, for search, read, list,
+(a real MCP stdio client) carry exactly the keys helpers.results defines, for search, read, list,
 job and health."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """OCR-fuzzy channel: misread words are recovered inside OCR chunks only, with bounded work.
 
-The index is real (rag_db + rag_sync.write_document); the OCR chunks carry typical tesseract
-misreadings (rn for m, 0 for o, 1 for l, Latin letters inside Cyrillic words)."""
+The index is real (helpers.store.index_db + rag_sync.write_document); the OCR chunks carry typical
+tesseract misreadings (rn for m, 0 for o, 1 for l, Latin letters inside Cyrillic words)."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def test_sections_read_per_search_are_bounded(
     config: Config, knowledge: Path, monkeypatch: pytest.MonkeyPatch
 ):
     _sync(config, knowledge)
-    monkeypatch.setattr(proximity, "MAX_SECTIONS", 1)
+    monkeypatch.setattr(proximity, "PROXIMITY_MAX_SECTIONS", 1)
     ctx = _ctx(config, QUERY)
     together, scattered = _chunks_of(config, "together.md"), _chunks_of(config, "scattered.md")
     shares = proximity.section_proximity(ctx, scattered + together)

@@ -1,4 +1,4 @@
-"""The sync's build worker is spawned ahead of the semantic phase (rag_semantic_prewarm): real
+"""The sync's build worker is spawned ahead of the semantic phase (helpers.semantic.prewarm): real
 sync jobs, the real model, real worker processes. It is the worker the build uses, a sync that
 reads nothing spawns none, and cancel, a failure or a killed sync worker end it."""
 

@@ -1,5 +1,5 @@
-"""Small documents written in groups (rag_sync_group): one transaction for several files, whole
-or not at all, each file reported only once its rows are committed."""
+"""Small documents written in groups (helpers.index.group_write): one transaction for several files,
+whole or not at all, each file reported only once its rows are committed."""
 
 from __future__ import annotations
 

@@ -7,9 +7,9 @@ checks: integrity_check ok and no half-written document, the job reported failed
 report), no sandbox child left behind, and that the next sync gives exactly the clean result
 (canonical dump: paths, sha256, status, chunk texts). Half the runs kill a fresh index, half an
 update of an indexed folder (changed, grown, replaced, deleted and added files).
-With --big-kb the folder also holds one big one-line text file (~7 chunks per KB; more than
-2,000 chunks are staged in batches, rag_sync_write), replaced by another in the update, so most
-kills land while a big document is staged, swapped in or its old version discarded.
+With --big-kb the folder also holds one big one-line text file (~7 chunks per KB; more than 2,000
+chunks are staged in batches, helpers.index.document_write), replaced by another in the update, so
+most kills land while a big document is staged, swapped in or its old version discarded.
 """
 
 from __future__ import annotations

@@ -19,9 +19,8 @@ CJK_VOCAB = "chunks_cjk_vocab"
 # Ranking costs ~2.5 µs per matching chunk, and a question's pairs include common ones (的是, 我们)
 # found in a large share of all chunks. Pairs are taken rarest first until their chunk counts add
 # up to this budget (the rarest pair is always taken); the rare pairs carry the BM25 weight anyway.
-# bench/bench_cjk.py (100,000 Zipf-distributed Chinese chunks), unlimited -> this budget:
-# 10-character questions p50 49 -> 22 ms, max 121 -> 33 ms; 4-character words max 164 -> 24 ms;
-# the source chunk of 400 6- and 10-character substrings R@1 0.905 -> 0.887, R@8 0.948 -> 0.925.
+# It bounds a query's time for a little substring recall (bench/bench_cjk.py; bench/RESULTS.md,
+# "Chinese / Japanese / Korean keyword search").
 PAIR_POSTINGS_BUDGET = 30_000
 # When every pair kept is in more than this share of the chunks and they add up to over half the
 # budget, BM25 order is worth little and costs the most: the newest matching chunks are returned

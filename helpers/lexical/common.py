@@ -8,14 +8,14 @@ from dataclasses import dataclass, field, replace
 
 from helpers.lexical import index_terms
 from helpers.lexical.query_terms import Query
+from helpers.ranking.constants import CHANNEL_DEPTH
 from helpers.safety import scope_like_pattern
 from helpers.text.normalize import fold, fold_marked
 
-CHANNEL_DEPTH = 200  # candidates each channel contributes to fusion
 PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's frequency
 # Documents rows of a big document being written in batches, or of an old version waiting to be
-# discarded (rag_sync_write.STAGING_PATH_PREFIX): their chunks are in the indexes but are no
-# document anyone may see. A hidden path, so walk_files never yields a real one like it.
+# discarded (helpers.index.document_write names them): their chunks are in the indexes but are
+# no document anyone may see. A hidden path, so walk_files never yields a real one like it.
 STAGING_PATH_PREFIX = ".ragdoc-staging/"
 # Every staging path sorts inside this range: a probe of the path index, not a LIKE scan.
 STAGING_RANGE = (STAGING_PATH_PREFIX, STAGING_PATH_PREFIX[:-1] + chr(ord("/") + 1))
@@ -163,7 +163,7 @@ class SearchContext:
         self,
         table: str,
         match: str,
-        depth: int = CHANNEL_DEPTH,
+        depth: int | None = None,
         rank: str | None = None,
         newest_first: bool = False,
     ) -> list[tuple[int, float]]:
@@ -172,6 +172,7 @@ class SearchContext:
         query of words in most chunks has no useful BM25 order, and ranking costs ~2.5 µs per
         matching chunk): the newest matches come first, with score 0. For a query with marks
         (réunion), chunks holding its words only without them come last (marks_first)."""
+        depth = CHANNEL_DEPTH if depth is None else depth  # read per call: a bench may patch it
         found = self._ranked_match(table, match, depth, rank, newest_first)
         return self.marks_first(found) if self.marked else found
 

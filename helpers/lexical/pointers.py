@@ -13,47 +13,24 @@ well in their own text, and still ranks when nothing else matches.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from helpers.lexical.query_terms import Query
+from helpers.ranking.constants import (
+    MATCH_FLOOR,
+    MIN_MATCHED_WORDS,
+    POINTER_PRIOR,
+    POINTER_SCAN_BUDGET,
+)
 from helpers.store.codec import section_text
 from helpers.text.normalize import fold
 from helpers.text.pointers import pointer_spans, span_title
 
-# The fused score of a section whose best pointer span matches the query fully is multiplied by
-# 1 - POINTER_PRIOR; 0.9 as HUB_PRIOR (a quoted question is an entry of a list of questions
-# that happens to sit in prose). From the ablation in bench/RESULTS.md ("Pointer spans").
-POINTER_PRIOR = 0.9
-# Match (the smaller of the two shares of content words) up to this lowers nothing; from there
-# to 1 the factor grows linearly. "Most" both ways, as ranking.confidence.COVERAGE_MIN: an answer
-# often points at a neighbouring question or a chapter elsewhere (`section 5, "Control files
-# and their fields"` inside the answer to `What is a Debian control file?`: 2/3 both ways), a
-# pointer section quotes the question itself (1.0). On debfaq-en every non-relevant section in
-# a top 10 with a match over 0.4 has 0.5 or 1.0, every relevant one 0.5 or 0.67; a floor of
-# 0.5 cost one query its Recall@8 in lexical and semantic mode (bench/RESULTS.md).
-MATCH_FLOOR = 2 / 3
-# A pointer counts only when it holds at least this many of the query's content words: a quoted
-# one-word title is a term, and a page that points at `[graph], page 98` is a page about graphs
-# (a back-of-book index lists it: with no minimum the debian-pdf index half lost page R@1
-# 0.616 -> 0.580 in hybrid mode; 167 of its 224 queries are one word). 2 holds debian-pdf in
-# every mode and keeps more of debfaq's gain than 3 (hybrid 0.664 against 0.659).
-MIN_MATCHED_WORDS = 2
 # Spans looked at per section: a manual page with many cross-references is judged by its first
 # ones (bounded cost on hostile text).
 MAX_SPANS = 40
-# Characters of section text judged per search, best candidates first (each section whole; the
-# one that crosses the budget is the last). The span regex costs ~0.02 ms per 4 KB of prose but
-# 6-24 ms per 4 KB of hostile text (runs of `1 [`, `1, “`, `[`: each starts a title scan), and
-# a search's window holds up to 400 candidates. On 400 generated hostile sections a lexical
-# search took 1.2 s (top_k 8) and 4.2 s (top_k 50) unbounded, 0.22-0.25 s with this budget
-# (bare search 29-47 ms). On the public sets every section the prior lowers lies within the
-# first 13,708 characters of the window (rank <= 11): their rankings are identical
-# (bench/RESULTS.md, "Pointer-span budget (wave 7)"). Cached texts count too: a ranking never
-# depends on what an earlier search left in the cache.
-POINTER_SCAN_BUDGET = 32_000
-
-
 # Per-process caches: the same sections and the same quoted titles come back query after query
 # (a section's spans are a pure function of its text). Bounded: 1,024 sections of <= 4,000
 # characters (a few MB).
@@ -131,13 +108,37 @@ def section_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, t
     return found
 
 
+Ranked = list[tuple[int, float, dict]]
+
+
+@dataclass(frozen=True)
+class PointerPrior:
+    """The candidates after the prior, and the pointer weight of each section it judged: the
+    confidence band reads the top hit's weight here instead of judging its section again."""
+
+    query: Query
+    ranked: Ranked
+    weights: Mapping[int, float] = field(default_factory=dict)  # section id -> 0-1
+
+    def weight(self, section_id: int, text: str) -> float:
+        """The pointer weight of a section (`text`: its text): the one the prior computed, else
+        computed now (a section past the window or the scan budget, or a prior turned off, can
+        still be the top hit)."""
+        forms = _forms(self.query)
+        if len(forms) < MIN_MATCHED_WORDS:
+            return 0.0  # a one-word query is never a quoted title
+        if section_id in self.weights:
+            return self.weights[section_id]
+        return pointer_weight(pointer_match(self.query, text, forms))
+
+
 def apply_pointer_prior(
     conn: sqlite3.Connection,
     query: Query,
-    fused: list[tuple[int, float, dict]],
+    fused: Ranked,
     window: int,
     strength: float | None = None,
-) -> list[tuple[int, float, dict]]:
+) -> PointerPrior:
     """Lower the fused score of the first `window` candidates whose section quotes the query
     in a pointer span (by `strength`, default POINTER_PRIOR), and re-sort (stable).
     Candidates past the window cannot become hits before the lowered ones do (they score
@@ -146,7 +147,7 @@ def apply_pointer_prior(
     strength = POINTER_PRIOR if strength is None else strength
     forms = _forms(query)
     if strength <= 0 or not fused or len(forms) < MIN_MATCHED_WORDS:
-        return fused  # a one-word query is never a quoted title (nothing is read)
+        return PointerPrior(query, fused)  # a one-word query is never a quoted title
     head = fused[:window]
     texts = section_texts(conn, [cid for cid, _, _ in head])
     weights: dict[int, float] = {}
@@ -160,10 +161,11 @@ def apply_pointer_prior(
         scanned += len(text)
         weights[sid] = pointer_weight(pointer_match(query, text, forms))
     if not any(weights.values()):
-        return fused
+        return PointerPrior(query, fused, weights)
     lowered = []
     for cid, score, ranks in head:
         sid = texts.get(cid, (None, ""))[0]
         factor = 1.0 - strength * weights.get(sid, 0.0) if sid is not None else 1.0
         lowered.append((cid, score * factor, ranks))
-    return sorted(lowered + fused[window:], key=lambda x: -round(x[1], 12))
+    ranked = sorted(lowered + fused[window:], key=lambda x: -round(x[1], 12))
+    return PointerPrior(query, ranked, weights)

@@ -3,20 +3,19 @@
 BM25 scores each word apart, so a page that mentions the query's words scattered over its
 length (or each in passing) ranks with one that says them together where it answers the query.
 Proximity is the classic complement (Tao & Zhai 2007; Büttcher et al. 2006): here, the
-IDF-weighted share of the query's content words that the best window of WINDOW_WORDS
+IDF-weighted share of the query's content words that the best window of PROXIMITY_WINDOW_WORDS
 consecutive words of a section holds (1.0: every word in one window; each word counted once,
 in any form the word channel accepts: Snowball prefix stems, joined identifiers). It is computed
 at query time on the sections the lexical channels already ranked (no index of its own, no
-schema change) and scales each section's lexical evidence in hybrid fusion (rag_search). In
-lexical mode (the fused RRF score times the share) it lifted manru 0.665 -> 0.680 and cost the
-debian-pdf page level one bookmark query (page MRR@10 0.7628 -> 0.7619): not taken.
+schema change) and scales each section's lexical evidence in hybrid fusion (rag_search). Not
+in lexical mode (the fused RRF score times the share): it helped one set and cost another
+(bench/RESULTS.md, "Term proximity").
 
 Thai and CJK groups are left out (an unspaced clause is one token to a word regex; the trigram,
 bigram and exact channels serve those scripts): a query with such words, or without two
 spaced words, is not touched. Questions are left out as the exact channel leaves them out
 (helpers.lexical.channels): an answer rarely repeats the question's words together, while lists
-of questions and cross-references do (on the FAQ sets, proximity for questions cost hybrid
-MRR@10 up to 0.06: bench/RESULTS.md, "Term proximity").
+of questions and cross-references do (bench/RESULTS.md, "Term proximity").
 """
 
 from __future__ import annotations
@@ -30,16 +29,10 @@ from functools import lru_cache
 
 from helpers.lexical.common import SearchContext
 from helpers.lexical.query_terms import TermGroup
+from helpers.ranking.constants import PROXIMITY_MAX_SECTIONS, PROXIMITY_WINDOW_WORDS
 
 _WORD = re.compile(r"[^\W_]+")
 PREFIX_MIN_CHARS = 5  # as helpers.lexical.channels: a whole word this long is also a prefix
-# About a sentence. manru MRR@10 hybrid / lexical by window (bench/RESULTS.md, "Term
-# proximity"; 0.711 / 0.665 without): 10 words 0.723 / 0.664, 15 0.716 / 0.667, 20 0.723 /
-# 0.680, 30 0.724 / 0.683; the FAQ and udhr sets do not move at any of them.
-WINDOW_WORDS = 20
-# Sections read per search, best lexical evidence first: a section is <= 4,000 characters, so
-# <= 200 KB of text, ~10 ms a query on manru (20 or 30 sections: hybrid 0.7215, 50: 0.7234).
-MAX_SECTIONS = 50
 # Between an identifier's parts in the text: up to three marks, spaces or underscores (the
 # word channel's phrase of the parts accepts any spelling: x86-64, x86_64, x86 / 64, o’reilly).
 IDENTIFIER_GAP = r"[\W_]{0,3}"
@@ -104,7 +97,7 @@ def _forms(
     return frozenset({group.text}), prefixes, ()
 
 
-def window_share(terms: Sequence[Term], text: str, window: int = WINDOW_WORDS) -> float:
+def window_share(terms: Sequence[Term], text: str, window: int = PROXIMITY_WINDOW_WORDS) -> float:
     """0-1: the largest IDF share of `terms` that any `window` consecutive words of the
     folded `text` hold (each term counted once; words are counted by the spaces between)."""
     total = sum(t.weight for t in terms)
@@ -157,9 +150,10 @@ def _pattern(terms: tuple[Term, ...]) -> re.Pattern[str]:
 
 
 def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[int, float]:
-    """Chunk id -> window_share of its section, for the chunks of the first MAX_SECTIONS
-    sections (in the order given: best evidence first) that hold a query word. Empty when
-    proximity does not apply (fewer than two spaced content words, a question, Thai or CJK)."""
+    """Chunk id -> window_share of its section, for the chunks of the first
+    PROXIMITY_MAX_SECTIONS sections (in the order given: best evidence first) that hold a query
+    word. Empty when proximity does not apply (fewer than two spaced content words, a
+    question, Thai or CJK)."""
     if ctx.query.question or any(g.kind in ("thai", "cjk") for g in ctx.query.content):
         return {}  # an unspaced script's words have no word positions here
     terms = word_terms(ctx)
@@ -167,9 +161,10 @@ def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[
         return {}
     ids = list(dict.fromkeys(ranked_chunks))
     located = _sections_of(ctx.conn, ids)
-    order = list(dict.fromkeys(located[cid] for cid in ids if cid in located))[:MAX_SECTIONS]
+    sections = dict.fromkeys(located[cid] for cid in ids if cid in located)
+    order = list(sections)[:PROXIMITY_MAX_SECTIONS]
     texts = _section_norms(ctx.conn, order)
-    shares = {sid: window_share(terms, texts.get(sid, ""), WINDOW_WORDS) for sid in order}
+    shares = {sid: window_share(terms, texts.get(sid, ""), PROXIMITY_WINDOW_WORDS) for sid in order}
     # 0: the channels matched what no word here starts with (a word inside a compound, found
     # by the trigram channel): unknown, not absent; such a section is treated as unread
     return {cid: shares[sid] for cid, sid in located.items() if shares.get(sid, 0.0) > 0}
@@ -178,8 +173,9 @@ def section_proximity(ctx: SearchContext, ranked_chunks: Iterable[int]) -> dict[
 def scaled_evidence(evidence: dict[int, float], shares: dict[int, float]) -> dict[int, float]:
     """Lexical evidence times the section's proximity share, scaled back to a best of 1 (a
     section that holds every query word in one window keeps its evidence; one that holds them
-    only apart keeps the share one window has). Chunks past the MAX_SECTIONS read (the weakest
-    evidence) get the smallest factor read: they cannot overtake a read one by being unread."""
+    only apart keeps the share one window has). Chunks past the PROXIMITY_MAX_SECTIONS read
+    (the weakest evidence) get the smallest factor read: they cannot overtake a read one by
+    being unread."""
     if not shares:
         return evidence
     floor = min(shares.values())

@@ -5,7 +5,8 @@ in the exact channel. The lists are short on purpose (articles, pronouns, auxili
 prepositions, conjunctions, question words): a content word wrongly listed here is lost for good.
 English: the classic SMART/Lucene core; Russian: the Snowball Russian list minus its rarer
 adverbs. Thai has none: its function words (การ, ความ, ที่) also start compounds that
-substring matching needs, and dropping them lowered udhr-th2th MRR (0.93 → 0.89).
+substring matching needs, and dropping them ranks Thai text worse (bench/RESULTS.md, "Stop
+words").
 All entries are in fold() form (lower case, ё as е).
 """
 

@@ -98,3 +98,38 @@ AGREED_COSINE_MIN = 0.86
 # rank of any hit of the top document.
 MARGIN_BY_DOCUMENT = False
 AGREE_BY_DOCUMENT = False
+
+# -- lexical channels, pointer prior, term proximity (helpers.lexical) -------------------------
+# Candidates each lexical channel contributes to fusion (helpers.lexical.common and channels).
+CHANNEL_DEPTH = 200
+# The fused score of a section whose best pointer span matches the query fully is multiplied by
+# 1 - POINTER_PRIOR (helpers.lexical.pointers); 0.9 as HUB_PRIOR (a quoted question is an entry
+# of a list of questions that happens to sit in prose). bench/RESULTS.md, "Pointer spans".
+POINTER_PRIOR = 0.9
+# Match (the smaller of the two shares of content words) up to this lowers nothing; from there
+# to 1 the factor grows linearly. "Most" both ways, as COVERAGE_MIN: an answer often points at a
+# neighbouring question or a chapter elsewhere (`section 5, "Control files and their fields"`
+# inside the answer to `What is a Debian control file?`: 2/3 both ways), a pointer section
+# quotes the question itself (1.0). A lower floor also lowers answers that point at a neighbour
+# (bench/RESULTS.md, "Pointer spans").
+MATCH_FLOOR = 2 / 3
+# A pointer counts only when it holds at least this many of the query's content words: a quoted
+# one-word title is a term, and a page that points at `[graph], page 98` is a page about graphs
+# (a back-of-book index lists it). 2 is the smallest title; 3 would miss two-word titles
+# (bench/RESULTS.md, "Pointer spans").
+MIN_MATCHED_WORDS = 2
+# Characters of section text the pointer prior judges per search, best candidates first (each
+# section whole; the one that crosses the budget is the last). The span regex is cheap on prose
+# but costly on hostile text (runs of `1 [`, `1, “`, `[`: each starts a title scan), and a
+# search's window holds up to 400 candidates: the budget bounds the cost, and on the public sets
+# every section the prior lowers lies well inside it (bench/RESULTS.md, "Pointer-span budget
+# (wave 7)"). Cached texts count too: a ranking never depends on what an earlier search left in
+# the cache.
+POINTER_SCAN_BUDGET = 32_000
+# Term proximity (helpers.lexical.proximity): the window is about a sentence; 10 to 30 words
+# rank alike (bench/RESULTS.md, "Term proximity").
+PROXIMITY_WINDOW_WORDS = 20
+# Sections proximity reads per search, best lexical evidence first: a section is <= 4,000
+# characters, so <= 200 KB of text a query; fewer sections rank slightly worse
+# (bench/RESULTS.md, "Term proximity").
+PROXIMITY_MAX_SECTIONS = 50

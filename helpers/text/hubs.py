@@ -67,7 +67,8 @@ _BOUNDARY = re.compile(
 )
 # A dot leader (or an ellipsis run) before a page number, anywhere: splits flattened contents.
 # Possessive runs and a start only where a run begins keep a page of 4,000 dots linear.
-# (The lookahead on the first character only speeds the scan: 3.4x on the python3.11 manual.)
+# (The lookahead on the first character only speeds the scan: bench/RESULTS.md, "Lexical sync
+# CPU outside SQLite".)
 _LEADER_PAGE = re.compile(r"(?=[._…])(?<![.…_])(?<!\.\s)(?:(?:\.\s?){3,}+|…++|_{3,}+)\s*+\d{1,4}\b")
 # Page numbers closing an entry: `Install 17`, `apt-get, 12, 45-47`, `Index 113–117`.
 _PAGEREF_END = re.compile(r"(?=[\s,])(?:[\s,]+\d{1,4}(?:\s?[-–]\s?\d{1,4})?)+\s*$")

@@ -5,7 +5,7 @@
 Loopback only unless --allow-remote names this machine's address. Every request needs the bearer
 token kept in `<data-dir>/http-token` (made on first start, mode 0600; its path is printed on
 stderr), one Host header naming this server, and, from a browser, this server's own Origin: the
-console's checks (helpers/web_guard), so a web page the user opens cannot drive the server.
+console's checks (helpers.web.guard), so a web page the user opens cannot drive the server.
 """
 
 from __future__ import annotations
