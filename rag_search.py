@@ -520,14 +520,15 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         sections=sections,
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
-        top=_top_match(query, hits, sections),
+        top=_top_match(query, ctx.query, hits, sections),
     )
 
 
-def _top_match(query: Query, hits: list[Hit], sections: dict[int, str]) -> TopMatch:
+def _top_match(query: Query, fitted: Query, hits: list[Hit], sections: dict[int, str]) -> TopMatch:
     """What the confidence band needs of the top hit beyond its ranks: the share of the
-    query's content words in its section, and how far the section only quotes the query in a
-    cross-reference. A query that names the file ("budget.csv") matched its path, not its
+    query's content words in its section (in any form the lexical channels accept: `fitted`
+    carries the stems in the index's languages), and how far the section only quotes the query
+    in a cross-reference. A query that names the file ("budget.csv") matched its path, not its
     text: the path counts as matched text when the filename channel found the top hit."""
     if not hits:
         return TopMatch()
@@ -535,7 +536,7 @@ def _top_match(query: Query, hits: list[Hit], sections: dict[int, str]) -> TopMa
     text = sections.get(top.section_id, top.snippet)
     named = f"{top.path}\n{text}" if "filename" in top.channels else text
     return TopMatch(
-        coverage=coverage(query, named), pointer=pointer_weight(pointer_match(query, text))
+        coverage=coverage(fitted, named), pointer=pointer_weight(pointer_match(query, text))
     )
 
 
