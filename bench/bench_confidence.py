@@ -320,6 +320,9 @@ def _cosine_spread(rows: list[Row]) -> dict[str, Any]:
 
 
 def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
+    for name, rows in sets.items():  # the share floor of each set: what the constants give
+        high = band_report(rows, [confidence.band(r.evidence) for r in rows])["high"]
+        TODAY_SHARE[name] = high["share"]
     low_grid(sets, cross, mode)
     for name, rows in sets.items():
         print(json.dumps({"ceiling_top30": name, "mode": mode, **ceiling(rows)}), flush=True)
@@ -340,10 +343,6 @@ def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
     ranked = sorted(range(len(grid)), key=lambda i: _objective(points[i]), reverse=True)
     for i in ranked[:GRID_SHOWN]:
         print(json.dumps({"grid": mode, **points[i]}), flush=True)
-    for name, rows in sets.items():
-        TODAY_SHARE[name] = band_report(rows, [confidence.band(r.evidence) for r in rows])["high"][
-            "share"
-        ]
     now = grid_point(sets, cross, *current)
     print(json.dumps({"grid": mode, "constants": True, **now}), flush=True)
     keyword_folds = [t for t in KEYWORD_TWINS if set(t) & KEYWORD_SETS]
