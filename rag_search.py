@@ -520,23 +520,24 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         sections=sections,
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
-        top=_top_match(prior, hits, sections),
+        top=_top_match(prior, ctx.query, hits, sections),
     )
 
 
-def _top_match(prior: PointerPrior, hits: list[Hit], sections: dict[int, str]) -> TopMatch:
+def _top_match(
+    prior: PointerPrior, fitted: Query, hits: list[Hit], sections: dict[int, str]
+) -> TopMatch:
     """What the confidence band needs of the top hit beyond its ranks: the share of the
-    query's content words in its section, and how far the section only quotes the query in a
-    cross-reference (the prior's weight). A query that names the file ("budget.csv") matched
-    its path, not its text: the path counts as matched text when the filename channel found it."""
+    query's content words in its section (in any form the lexical channels accept: `fitted`
+    carries the stems in the index's languages), and how far the section only quotes the query
+    in a cross-reference (the prior's weight). A query that names the file ("budget.csv")
+    matched its path, not its text: the path counts when the filename channel found the hit."""
     if not hits:
         return TopMatch()
     top = hits[0]
     text = sections.get(top.section_id, top.snippet)
     named = f"{top.path}\n{text}" if "filename" in top.channels else text
-    return TopMatch(
-        coverage=coverage(prior.query, named), pointer=prior.weight(top.section_id, text)
-    )
+    return TopMatch(coverage=coverage(fitted, named), pointer=prior.weight(top.section_id, text))
 
 
 def _materialise(

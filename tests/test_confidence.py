@@ -259,3 +259,71 @@ def test_a_query_that_names_the_file_is_not_low(tmp_path: Path) -> None:
     assert result.confidence != "low"
     # a query that names no file still needs its words in the text
     assert rag_service.search(config, "volcano eruption", mode="lexical").confidence == "low"
+
+
+SPANISH = {
+    "imprimir.md": "# Imprimir documentos\n\nPara imprimir un documento, abra el menú Archivo y "
+    "elija Imprimir. En el diálogo puede elegir la impresora, el número de copias y las páginas "
+    "que se imprimirán. Las impresoras de red aparecen en la lista cuando el servidor de "
+    "impresión está disponible.",
+    "guardar.md": "# Guardar archivos\n\nLos archivos se guardan con la orden Guardar del menú "
+    "Archivo. Al guardar por primera vez, escriba el nombre del archivo y elija la carpeta. La "
+    "copia de seguridad automática guarda una versión anterior del documento.",
+    "tablas.md": "# Insertar tablas\n\nUna tabla nueva se inserta desde el menú Tabla. Elija el "
+    "número de filas y de columnas; las celdas se pueden combinar y dividir más tarde. Las "
+    "tablas anidadas se insertan dentro de una celda.",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [("guardando archivos", "guardar.md"), ("combinando celdas", "tablas.md")],
+)
+def test_a_top_section_holding_every_word_by_its_stem_in_the_index_language_is_not_low(
+    tmp_path: Path, query: str, path: str
+) -> None:
+    """Coverage accepts the forms the lexical channels accept: the stems in the index's
+    languages (here Spanish), not only the English ones; every content word held means the
+    query matched, so the response is not `low`."""
+    from helpers.lexical.query_terms import Query
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name, text in SPANISH.items():
+        (docs / name).write_text(f"{text}\n", "utf-8")
+    config = make_config(docs, tmp_path / "state")
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=60)
+    assert view.state == "succeeded", view.to_dict()
+    result = rag_service.search(config, query, mode="lexical", detail="full")
+    assert result.hits[0].path == path
+    text = result.sections[result.hits[0].section_id]
+    # the English-only stems miss a word ("guardando" is not "guard..."); the index's hold all
+    assert confidence.coverage(Query.parse(query), text) < confidence.COVERAGE_MIN
+    assert confidence.evidence(result).coverage == 1.0
+    assert result.confidence != "low"
+
+
+def test_full_coverage_is_never_low_whatever_the_coverage_threshold(config: Config) -> None:
+    """The rule holds for any calibration of COVERAGE_MIN: a top section with every content
+    word of the query is not `low`, even when the semantic side has nothing to say."""
+    ev = confidence.evidence(
+        rag_service.search(config, "configure the printer queue", mode="lexical")
+    )
+    assert ev.coverage == 1.0 and ev.cosine is None
+    assert confidence.band(ev, coverage_min=1.5) != "low"
+    assert confidence.band(replace(ev, coverage=0.5), coverage_min=1.5) == "low"
+
+
+def test_the_sample_folders_retention_clause_is_not_low_when_it_holds_every_word(
+    tmp_path: Path,
+) -> None:
+    """The sample folder (rag_document/) synced for real: the retention clause of the contract
+    holds every content word of the query, so it is not `low` in lexical mode."""
+    sample = Path(__file__).resolve().parents[1] / "rag_document"
+    config = make_config(sample, tmp_path / "state")
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=120)
+    assert view.state == "succeeded", view.to_dict()
+    result = rag_service.search(config, "are signed contracts kept", mode="lexical", detail="full")
+    assert "Signed contracts are kept" in result.sections[result.hits[0].section_id]
+    assert confidence.evidence(result).coverage == 1.0
+    assert result.confidence != "low"

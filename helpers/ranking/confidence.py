@@ -152,6 +152,7 @@ def band(
     agreed_cosine_min: float = AGREED_COSINE_MIN,
     margin_by_document: bool = MARGIN_BY_DOCUMENT,
     agree_by_document: bool = AGREE_BY_DOCUMENT,
+    coverage_min: float = COVERAGE_MIN,
 ) -> str:
     """low when neither side really matched; high for a top hit that is neither a hub nor a
     pointer to the answer and is a clear winner the semantic side agrees with (when it ran), or
@@ -164,7 +165,9 @@ def band(
         or ev.cosine < COSINE_MIN
         or (ev.cosine_gap < COSINE_GAP_MIN and ev.cosine < cosine_strong)
     )
-    if ev.coverage < COVERAGE_MIN and semantic_weak:
+    # A top section that holds every content word of the query (in a form the lexical channels
+    # accept) matched it: never `low`, whatever the other signals say.
+    if ev.coverage < min(coverage_min, 1.0) and semantic_weak:
         return "low"
     if ev.hub > hub_max_high or ev.pointer > pointer_max_high:
         return "medium"
