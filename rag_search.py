@@ -48,6 +48,7 @@ from helpers.lexical.common import (
     fts_phrase,
     section_ids,
 )
+from helpers.lexical.documents import channel_documents
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.pointers import apply_pointer_prior, pointer_match, pointer_weight
@@ -98,6 +99,7 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "variants": channel_variants,
     "fuzzy": channel_fuzzy,
     "cjk": channel_cjk,
+    "documents": channel_documents,
 }
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
