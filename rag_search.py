@@ -12,6 +12,8 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   variants  split/joined words: data base <-> database (helpers.lexical.variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
+  documents keyword queries: each term's best passage summed per page (helpers.lexical.documents;
+            lexical mode only)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
@@ -101,6 +103,11 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "cjk": channel_cjk,
     "documents": channel_documents,
 }
+
+# Channels fused in lexical mode only: in the hybrid mix the cosine already speaks for the whole
+# passage, and page-level term evidence on top of it lowered a description-query set
+# (bench/notes/h10-lex.md).
+LEXICAL_ONLY_CHANNELS = frozenset({"documents"})
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
 
@@ -201,6 +208,8 @@ def fuse_channels(
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
     only, none: unscaled)."""
     semantic = [r for r in results if r.name == "semantic"]
+    if semantic:  # whole-document evidence is fused in lexical mode only
+        results = [r for r in results if r.name not in LEXICAL_ONLY_CHANNELS]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
         fused = rrf_fuse(results, CHANNEL_WEIGHTS)

@@ -20,6 +20,10 @@ from helpers.store.batched import rows_in
 # Chunks each term's own ranking reaches: deep enough that a document's best chunk for a term
 # is usually among them, shallow enough that a common word costs a bounded ranking.
 TERM_POOL = 300
+# Queries of more content terms than this are left to the passage channels: a phrase that
+# long (a description, a sentence) names a passage, and summing its common words over a
+# whole page ranks the long pages that hold them all.
+KEYWORD_MAX_TERMS = 4
 # Terms looked at: keyword queries are short, and each term is one ranked FTS5 query.
 MAX_TERMS = 6
 _DOCUMENT_OF = "SELECT id, document_id FROM chunks WHERE id IN ({marks})"
@@ -53,6 +57,8 @@ def _documents(ctx: SearchContext) -> ChannelResult:
     if query.question:
         return ChannelResult("documents", [])
     content = [g for g in query.content if not g.stop]
+    if len(content) > KEYWORD_MAX_TERMS:
+        return ChannelResult("documents", [])
     terms = [forms for g in content for forms in _term_forms(g)][:MAX_TERMS]
     if not terms:
         return ChannelResult("documents", [])
