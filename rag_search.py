@@ -12,8 +12,7 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   variants  split/joined words: data base <-> database (helpers.lexical.variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
-  documents keyword queries: each term's best passage summed per page (helpers.lexical.documents;
-            lexical mode only)
+  documents keyword queries: each term's best passage summed per page (lexical mode only)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
@@ -63,14 +62,15 @@ from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     HUB_PRIOR,
     HYBRID_LEXICAL_BASE,
-    HYBRID_MARGIN_GAIN,
     HYBRID_SHARE_BOUNDS,
+    LEXICAL_ONLY_CHANNELS,
     RRF_K,
     SEMANTIC_CHILD_COUNT,
     SEMANTIC_CHILD_SHARE,
     SEMANTIC_DISTINCT,
     TIE_WINDOW_PER_HIT,
 )
+from helpers.ranking.hybrid_share import hybrid_share
 from helpers.results import ChannelRank, Hit, MatchedChild, SearchResult, TopMatch
 from helpers.store.batched import rows_in
 from helpers.store.codec import child_location, section_text, text_digest
@@ -79,6 +79,8 @@ from helpers.store.open_index import read_conn, read_only_reason
 __all__ = [
     "CHANNEL_DEPTH",
     "CHANNEL_WEIGHTS",
+    "HYBRID_LEXICAL_BASE",
+    "HYBRID_SHARE_BOUNDS",
     "LEXICAL_CHANNELS",
     "RRF_K",
     "ChannelResult",
@@ -86,6 +88,7 @@ __all__ = [
     "Query",
     "SearchOptions",
     "fts_phrase",
+    "hybrid_share",
     "rrf_fuse",
     "run",
     "search",
@@ -103,11 +106,6 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "cjk": channel_cjk,
     "documents": channel_documents,
 }
-
-# Channels fused in lexical mode only: in the hybrid mix the cosine already speaks for the whole
-# passage, and page-level term evidence on top of it lowered a description-query set
-# (bench/notes/h10-lex.md).
-LEXICAL_ONLY_CHANNELS = frozenset({"documents"})
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
 
@@ -208,8 +206,6 @@ def fuse_channels(
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
     only, none: unscaled)."""
     semantic = [r for r in results if r.name == "semantic"]
-    if semantic:  # whole-document evidence is fused in lexical mode only
-        results = [r for r in results if r.name not in LEXICAL_ONLY_CHANNELS]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
         fused = rrf_fuse(results, CHANNEL_WEIGHTS)
@@ -337,19 +333,6 @@ def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int,
     lowered = {sec: v * (1.0 - HUB_PRIOR * hubs.get(sec, 0.0)) for sec, v in scores.items()}
     best = max(lowered.values(), default=0.0)
     return {sec: v / best for sec, v in lowered.items()} if best > 0 else lowered
-
-
-def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
-    """Lexical share for one query from each side's 0-1 section scores: the more decisive
-    side (larger gap between its top two) gets more weight."""
-
-    def margin(values: list[float]) -> float:
-        top = sorted(values, reverse=True)[:2]
-        return top[0] - top[1] if len(top) == 2 else float(bool(top))
-
-    share = HYBRID_LEXICAL_BASE + HYBRID_MARGIN_GAIN * (margin(lexical) - margin(semantic))
-    low, high = HYBRID_SHARE_BOUNDS
-    return min(high, max(low, share))
 
 
 def apply_hub_prior(
@@ -505,6 +488,8 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     names = options.channels or tuple(LEXICAL_CHANNELS)
     if options.mode == "semantic" and options.semantic is not None:
         names = ()
+    if options.semantic is not None:  # page-level evidence (documents): lexical mode only
+        names = tuple(n for n in names if n not in LEXICAL_ONLY_CHANNELS)
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
