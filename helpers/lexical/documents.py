@@ -5,7 +5,8 @@ different passages of it: one in its title, one in a section. The word channel s
 chunk alone, so no chunk holds all the terms and the page loses to one passage that repeats a
 single term. Here each content term is ranked on its own (word BM25 per chunk: the term's IDF
 and the chunk-length normalisation), a document scores the sum over terms of its best chunk's
-score for that term, and it is represented by its chunk that holds the most of that evidence.
+score for that term, saturated and length-normalised at page level as BM25 does, and it is
+represented by its best chunk in the word channel (the passage the other channels rank).
 An identifier's parts ("rank", "function") count as terms too, so a page that writes them
 apart still matches. Questions are left to the passage channels, as in the exact channel: an
 answer rarely holds a question's words, while long pages that touch every topic do.
