@@ -18,6 +18,7 @@ from helpers.lexical.common import (
     section_ids,
 )
 from helpers.lexical.query_terms import TRIGRAM_MIN_CHARS, TermGroup
+from helpers.store.batched import rows_in
 from helpers.text.cjk import is_hangul
 from helpers.text.normalize import has_thai
 
@@ -147,16 +148,10 @@ def _sections(ctx: SearchContext) -> ChannelResult:
         totals[sid] = totals.get(sid, 0.0) + max(score, 0.0)
         best.setdefault(sid, cid)  # the pool is best first
     sids = list(totals)
-    sizes: dict[int, int] = {}
-    for start in range(0, len(sids), 500):
-        batch = sids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for row in ctx.conn.execute(
-            f"SELECT section_id, COUNT(*) FROM chunks WHERE section_id IN ({marks}) "
-            "GROUP BY section_id",
-            batch,
-        ):
-            sizes[row[0]] = row[1]
+    sizes_sql = (
+        "SELECT section_id, COUNT(*) FROM chunks WHERE section_id IN ({marks}) GROUP BY section_id"
+    )
+    sizes = {row[0]: row[1] for row in rows_in(ctx.conn, sizes_sql, sids)}
     scored = sorted(
         ((totals[sid] / max(sizes.get(sid, 1), 1), best[sid]) for sid in sids),
         key=lambda x: (-x[0], x[1]),
@@ -341,12 +336,8 @@ def _rerank(ctx: SearchContext, ids: list[int], terms: list[str]) -> list[tuple[
     the incoming order breaks ties."""
     if not ids:
         return []
-    norms: dict[int, str] = {}
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for row in ctx.conn.execute(f"SELECT id, norm FROM chunks WHERE id IN ({marks})", batch):
-            norms[row[0]] = row[1]
+    norm_sql = "SELECT id, norm FROM chunks WHERE id IN ({marks})"
+    norms = {row[0]: row[1] for row in rows_in(ctx.conn, norm_sql, ids)}
     scored: list[tuple[float, int, int]] = []
     for position, cid in enumerate(ids):
         text = norms.get(cid, "")

@@ -10,6 +10,7 @@ from helpers.lexical import index_terms
 from helpers.lexical.query_terms import Query
 from helpers.ranking.constants import CHANNEL_DEPTH
 from helpers.safety import scope_like_pattern
+from helpers.store.batched import rows_in
 from helpers.text.normalize import fold, fold_marked
 
 PREFIX_SCAN_TERMS = 200  # vocabulary entries summed to estimate a prefix's frequency
@@ -32,14 +33,9 @@ NOT_STAGING = not_staging_sql()
 
 def section_ids(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
     """Chunk id -> parent section id, in batches under SQLite's parameter limit."""
-    found: dict[int, int] = {}
     unique = list(dict.fromkeys(chunk_ids))
-    for start in range(0, len(unique), 500):
-        batch = unique[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        sql = f"SELECT id, section_id FROM chunks WHERE id IN ({marks})"
-        found.update((row[0], row[1]) for row in conn.execute(sql, batch))
-    return found
+    sql = "SELECT id, section_id FROM chunks WHERE id IN ({marks})"
+    return {row[0]: row[1] for row in rows_in(conn, sql, unique)}
 
 
 def hidden_document_ids(conn: sqlite3.Connection) -> tuple[int, ...]:
@@ -186,14 +182,11 @@ class SearchContext:
         ids = [cid for cid, _ in ranked]
         plain = [(word, fold(word)) for word in self.marked]
         misses: dict[int, int] = {}
-        for start in range(0, len(ids), 500):
-            batch = ids[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            sql = f"SELECT id, text FROM chunks WHERE id IN ({marks})"
-            for cid, text in self.conn.execute(sql, batch):
-                marked = fold_marked(text)
-                folded = fold(marked)
-                misses[cid] = sum(w not in marked and f in folded for w, f in plain)
+        sql = "SELECT id, text FROM chunks WHERE id IN ({marks})"
+        for cid, text in rows_in(self.conn, sql, ids):
+            marked = fold_marked(text)
+            folded = fold(marked)
+            misses[cid] = sum(w not in marked and f in folded for w, f in plain)
         return sorted(ranked, key=lambda hit: misses.get(hit[0], 0))
 
     def _ranked_match(

@@ -93,6 +93,8 @@ def _documents(ctx: SearchContext) -> ChannelResult:
     representative = _representatives(ctx, doc_of, chunk_total)
     order = sorted(totals, key=lambda doc: (-totals[doc], representative[doc]))
     ranked = [(representative[doc], totals[doc]) for doc in order[:CHANNEL_DEPTH]]
+    if ctx.marked:  # a query typed with marks: the marked forms first, as in every channel
+        ranked = ctx.marks_first(ranked)
     return ChannelResult("documents", ranked, len(content) / len(query.content))
 
 

@@ -24,6 +24,7 @@ from helpers.ranking.constants import (
     POINTER_PRIOR,
     POINTER_SCAN_BUDGET,
 )
+from helpers.store.batched import rows_in
 from helpers.store.codec import section_text
 from helpers.text.normalize import fold
 from helpers.text.pointers import pointer_spans, span_title
@@ -95,17 +96,11 @@ def pointer_weight(match: float) -> float:
 
 def section_texts(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, tuple[int, str]]:
     """Chunk id -> (section id, section text)."""
-    found: dict[int, tuple[int, str]] = {}
-    for start in range(0, len(chunk_ids), 500):
-        batch = chunk_ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for cid, sid, text in conn.execute(
-            "SELECT c.id, s.id, s.text FROM chunks c JOIN sections s ON s.id = c.section_id "
-            f"WHERE c.id IN ({marks})",
-            batch,
-        ):
-            found[cid] = (sid, section_text(text))
-    return found
+    sql = (
+        "SELECT c.id, s.id, s.text FROM chunks c JOIN sections s ON s.id = c.section_id "
+        "WHERE c.id IN ({marks})"
+    )
+    return {cid: (sid, section_text(text)) for cid, sid, text in rows_in(conn, sql, chunk_ids)}
 
 
 Ranked = list[tuple[int, float, dict]]

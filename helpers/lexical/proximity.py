@@ -27,9 +27,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from helpers.lexical.common import SearchContext
+from helpers.lexical.common import SearchContext, section_ids
 from helpers.lexical.query_terms import TermGroup
 from helpers.ranking.constants import PROXIMITY_MAX_SECTIONS, PROXIMITY_WINDOW_WORDS
+from helpers.store.batched import rows_in
 
 _WORD = re.compile(r"[^\W_]+")
 PREFIX_MIN_CHARS = 5  # as helpers.lexical.channels: a whole word this long is also a prefix
@@ -185,13 +186,7 @@ def scaled_evidence(evidence: dict[int, float], shares: dict[int, float]) -> dic
 
 
 def _sections_of(conn: sqlite3.Connection, ids: list[int]) -> dict[int, int]:
-    found: dict[int, int] = {}
-    for start in range(0, len(ids), 500):
-        batch = ids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        rows = conn.execute(f"SELECT id, section_id FROM chunks WHERE id IN ({marks})", batch)
-        found.update(rows)
-    return found
+    return section_ids(conn, ids)
 
 
 def _section_norms(conn: sqlite3.Connection, sids: list[int]) -> dict[int, str]:
@@ -199,13 +194,10 @@ def _section_norms(conn: sqlite3.Connection, sids: list[int]) -> dict[int, str]:
     no folding per search), in order; children overlap by a few words, which can only set two
     words further apart."""
     parts: dict[int, list[str]] = {}
-    for start in range(0, len(sids), 500):
-        batch = sids[start : start + 500]
-        marks = ",".join("?" * len(batch))
-        for sid, norm in conn.execute(
-            f"SELECT section_id, norm FROM chunks WHERE section_id IN ({marks}) "
-            "ORDER BY section_id, ordinal",
-            batch,
-        ):
-            parts.setdefault(sid, []).append(norm)
+    sql = (
+        "SELECT section_id, norm FROM chunks WHERE section_id IN ({marks}) "
+        "ORDER BY section_id, ordinal"
+    )
+    for sid, norm in rows_in(conn, sql, sids):
+        parts.setdefault(sid, []).append(norm)
     return {sid: " ".join(texts) for sid, texts in parts.items()}
