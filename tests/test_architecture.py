@@ -8,6 +8,7 @@ breaks a rule and closes a cycle just the same). A violation is reported as
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -319,3 +320,20 @@ def _parsed(*specs: str) -> list[Import]:
         module, _, lazy = source.partition(" ")
         out.append(Import(module, line, target, lazy == "lazily"))
     return out
+
+
+# Lab notes belong in bench/RESULTS.md: product code names no eval set and no measured delta.
+LAB_NOTE = re.compile(
+    r"debfaq|pyfaq|manru|udhr|debian-pdf|lohelp|\d\.\d+ ?(?:->|→) ?\d\.\d+", re.IGNORECASE
+)
+
+
+def test_product_code_carries_no_lab_notes():
+    found = [
+        f"{p.relative_to(REPO)}:{n}: {line.strip()}"
+        for p in _source_files()
+        if "eval" not in p.relative_to(REPO).parts[:2] and p.name != "rag_eval.py"
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if LAB_NOTE.search(line)
+    ]
+    assert not found, "move these to bench/RESULTS.md:\n  " + "\n  ".join(found)

@@ -22,19 +22,19 @@ from helpers.store.batched import rows_in
 from helpers.text.cjk import is_hangul
 from helpers.text.normalize import has_thai
 
-# chunks_fts holds the chunk text only (migration 8): the title and path, indexed again in every
-# chunk row until schema 7 with bm25 weights 3 and 2, moved no MRR@10 or R@8 of any eval set
-# (bench/RESULTS.md "Lexical sync speed and index size"); the filename channel ranks paths once
-# per document. So the trigram channels rank by the default bm25() of the body.
+# chunks_fts holds the chunk text only (migration 8): indexing the title and path again in every
+# chunk row changed no ranking (bench/RESULTS.md "Lexical sync speed and index size"); the
+# filename channel ranks paths once per document. So the trigram channels rank by the default
+# bm25() of the body.
 # The exact channel's all-terms part: with more terms than this, hardly any chunk holds them
-# all and partial BM25 ranking is better (measured on debfaq/pyfaq/manru).
+# all and partial BM25 ranking is better (bench/RESULTS.md "Lexical channel ablation").
 EXACT_ALL_MAX_GROUPS = 2
 # Words in more chunks than this share are left out of the word channel's query (when the query
 # has other words): their BM25 weight is small and their posting lists are the main cost.
 WORDS_COMMON_SHARE = 0.25
 # ...and only when that is more chunks than this: a shorter posting list ranks in under 5 ms
-# (~2.5 µs a chunk), and on small folders the cut-off is a knife edge (debfaq-en-mixed: 168 of
-# 672 chunks kept "distribution", 168 of 637 dropped it) that cost lexical MRR 0.02 there.
+# (~2.5 µs a chunk), and on small folders the share is a knife edge (one word in a quarter of
+# the chunks of one copy of a folder and just under it in another) that costs ranking.
 WORDS_COMMON_MIN_CHUNKS = 2000
 # A word the stemmer leaves whole is searched as a prefix from this length on (shorter ones
 # like "cat*" would expand to hundreds of words).
@@ -52,7 +52,8 @@ SHORT_FEW_WORD_HITS = 20
 SHORT_SCAN_ROWS = 2000
 SHORT_RERANK_DEPTH = 400  # candidates of the other channels a mixed query's short terms re-rank
 # Next to longer words, short terms re-rank only keyword-style queries: in a question or a long
-# query a one- or two-letter word ("C", "10") is incidental (measured: -0.002 MRR on pyfaq).
+# query a one- or two-letter word ("C", "10") is incidental (bench/RESULTS.md "Lexical channel
+# ablation").
 SHORT_MIXED_MAX_GROUPS = 4
 _WORD = re.compile(r"[^\W_]+")
 
@@ -131,9 +132,9 @@ def channel_sections(ctx: SearchContext) -> ChannelResult:
 def _sections(ctx: SearchContext) -> ChannelResult:
     """Sections ranked by query-term density: the summed chunk scores of a section divided by
     its number of chunks, represented by its best chunk. A long section or table of contents
-    that mentions the terms once loses to a short section about them (measured: +0.14 MRR on
-    debfaq, +0.16 on pyfaq, neutral on manru). Built on the word channel only: over trigram
-    scores (Thai) it lowered udhr-th2th from 0.93 to 0.86."""
+    that mentions the terms once loses to a short section about them. Built on the word
+    channel only: over trigram scores (Thai) it ranks worse (bench/RESULTS.md "Lexical channel
+    ablation")."""
     source = ctx.cached("words", lambda: _words(ctx))
     pool = source.ranked
     if not pool:
@@ -201,7 +202,7 @@ def channel_exact(ctx: SearchContext) -> ChannelResult:
 
     Questions are left to the other channels: an answer rarely repeats the question's wording
     or all its words, while tables of contents, FAQ lists and long pages that touch every
-    topic do (measured on debfaq and pyfaq: -0.03 and -0.02 MRR when questions were included)."""
+    topic do (bench/RESULTS.md "Lexical channel ablation")."""
     query = ctx.query
     content = query.content
     tiers: dict[int, int] = {}
