@@ -290,6 +290,21 @@ def config(tmp_path: Path, knowledge: Path) -> Config:
     return make_config(knowledge, tmp_path / "state")
 
 
+def synced_folder(root: Path, files: dict[str, str]) -> Config:
+    """A knowledge dir under `root` holding `files` (relative path -> text), synced lexically."""
+    knowledge = root / "docs"
+    for rel, text in files.items():
+        path = knowledge / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    config = make_config(knowledge, root / "state")
+    import rag_service
+
+    view = rag_service.wait_for_job(config, rag_service.start_sync(config).job_id, timeout_s=300)
+    assert view.state == "succeeded", view.to_dict()
+    return config
+
+
 def write_corpus(root: Path, count: int, words_per_file: int = 300, seed: int = 7) -> list[Path]:
     """`count` Markdown files of random business words (a folder that takes a while to sync)."""
     rng = random.Random(seed)

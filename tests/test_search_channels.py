@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import make_config, synced_folder
 
 import rag_search
 import rag_service
@@ -72,15 +72,7 @@ def _sync(config: Config) -> None:
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Config:
-    root = tmp_path_factory.mktemp("search")
-    knowledge = root / "docs"
-    for rel, text in FILES.items():
-        path = knowledge / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    config = make_config(knowledge, root / "state")
-    _sync(config)
-    return config
+    return synced_folder(tmp_path_factory.mktemp("search"), FILES)
 
 
 def paths(config: Config, query: str, **kwargs: object) -> list[str]:

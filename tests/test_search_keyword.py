@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import synced_folder
 
 import rag_service
 from helpers.config import Config
@@ -37,17 +37,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Config:
-    root = tmp_path_factory.mktemp("keyword")
-    knowledge = root / "docs"
-    for rel, text in FILES.items():
-        path = knowledge / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    config = make_config(knowledge, root / "state")
-    job = rag_service.start_sync(config).job_id
-    view = rag_service.wait_for_job(config, job, timeout_s=300)
-    assert view.state == "succeeded", view.to_dict()
-    return config
+    return synced_folder(tmp_path_factory.mktemp("keyword"), FILES)
 
 
 def first_path(config: Config, query: str, **kwargs: object) -> str | None:
