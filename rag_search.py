@@ -12,7 +12,6 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   variants  split/joined words: data base <-> database (helpers.lexical.variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
-  documents keyword queries: each term's best passage summed per page (lexical mode only)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
@@ -49,7 +48,6 @@ from helpers.lexical.common import (
     fts_phrase,
     section_ids,
 )
-from helpers.lexical.documents import channel_documents
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
@@ -62,15 +60,14 @@ from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     HUB_PRIOR,
     HYBRID_LEXICAL_BASE,
+    HYBRID_MARGIN_GAIN,
     HYBRID_SHARE_BOUNDS,
-    LEXICAL_ONLY_CHANNELS,
     RRF_K,
     SEMANTIC_CHILD_COUNT,
     SEMANTIC_CHILD_SHARE,
     SEMANTIC_DISTINCT,
     TIE_WINDOW_PER_HIT,
 )
-from helpers.ranking.hybrid_share import hybrid_share
 from helpers.results import ChannelRank, Hit, MatchedChild, SearchResult, TopMatch
 from helpers.store.batched import rows_in
 from helpers.store.codec import child_location, section_text, text_digest
@@ -79,8 +76,6 @@ from helpers.store.open_index import read_conn, read_only_reason
 __all__ = [
     "CHANNEL_DEPTH",
     "CHANNEL_WEIGHTS",
-    "HYBRID_LEXICAL_BASE",
-    "HYBRID_SHARE_BOUNDS",
     "LEXICAL_CHANNELS",
     "RRF_K",
     "ChannelResult",
@@ -88,7 +83,6 @@ __all__ = [
     "Query",
     "SearchOptions",
     "fts_phrase",
-    "hybrid_share",
     "rrf_fuse",
     "run",
     "search",
@@ -104,7 +98,6 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "variants": channel_variants,
     "fuzzy": channel_fuzzy,
     "cjk": channel_cjk,
-    "documents": channel_documents,
 }
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
@@ -335,6 +328,19 @@ def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int,
     return {sec: v / best for sec, v in lowered.items()} if best > 0 else lowered
 
 
+def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
+    """Lexical share for one query from each side's 0-1 section scores: the more decisive
+    side (larger gap between its top two) gets more weight."""
+
+    def margin(values: list[float]) -> float:
+        top = sorted(values, reverse=True)[:2]
+        return top[0] - top[1] if len(top) == 2 else float(bool(top))
+
+    share = HYBRID_LEXICAL_BASE + HYBRID_MARGIN_GAIN * (margin(lexical) - margin(semantic))
+    low, high = HYBRID_SHARE_BOUNDS
+    return min(high, max(low, share))
+
+
 def apply_hub_prior(
     fused: list[tuple[int, float, dict[str, ChannelRank]]],
     hubs: dict[int, float],
@@ -488,8 +494,6 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     names = options.channels or tuple(LEXICAL_CHANNELS)
     if options.mode == "semantic" and options.semantic is not None:
         names = ()
-    if options.semantic is not None:  # page-level evidence (documents): lexical mode only
-        names = tuple(n for n in names if n not in LEXICAL_ONLY_CHANNELS)
     results = [LEXICAL_CHANNELS[name](ctx) for name in names]
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)

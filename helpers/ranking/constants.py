@@ -26,13 +26,8 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "variants": 1.0,
     "fuzzy": 1.0,
     "cjk": 1.0,
-    "documents": 2.0,
     "semantic": 1.0,
 }
-# Channels fused in lexical mode only: in the hybrid mix the cosine already speaks for the whole
-# passage, and page-level term evidence on top of it lowered a set of description queries
-# (bench/notes/h10-lex.md).
-LEXICAL_ONLY_CHANNELS = frozenset({"documents"})
 # Hybrid: per query, the share of lexical evidence in a section's score (the rest is the min-max
 # normalised cosine) = BASE + GAIN x (lexical margin - semantic margin), a margin being the gap
 # between a side's top two sections on its 0-1 scale: the more decisive side leans the mix.
