@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config, server_args
+from conftest import make_config, server_args, synced_folder
 from format_fixtures import RUSSIAN, THAI, make_docx, make_pptx, make_xlsx, write_text_pdf
 from web_fixtures import sync_now
 
@@ -32,17 +32,6 @@ WORDS = [
     "contract",
     "clause",
 ]
-
-
-def _sync(tmp_path: Path, files: dict[str, str]) -> Config:
-    knowledge = tmp_path / "docs"
-    for rel, text in files.items():
-        path = knowledge / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    config = make_config(knowledge, tmp_path / "state")
-    sync_now(config)
-    return config
 
 
 def _long_section(seed: int, term: str, sentences: int = 40) -> str:
@@ -80,7 +69,7 @@ def _check_windows(config: Config, result: SearchResult) -> None:
 
 def test_budget_holds_for_long_sections_and_many_hits(tmp_path: Path) -> None:
     files = {f"notes/n{i:02d}.md": _long_section(i, "zephyr") + "\n" for i in range(40)}
-    config = _sync(tmp_path, files)
+    config = synced_folder(tmp_path, files)
     full = rag_service.search(config, "zephyr ledger", top_k=40, mode="lexical")
     assert len(full.hits) == 40 and json_len(full.to_dict()) > 60_000
     for max_chars in (1_000, 2_500, 8_000, 20_000, 60_000):
@@ -110,7 +99,7 @@ def test_budget_holds_for_long_sections_and_many_hits(tmp_path: Path) -> None:
 
 def test_window_holds_the_matched_child_and_whole_sentences(tmp_path: Path) -> None:
     text = _long_section(3, "ledger") + " The quokka clause settles every dispute in Perth. "
-    config = _sync(tmp_path, {"a.md": text + _long_section(5, "ledger") + "\n"})
+    config = synced_folder(tmp_path, {"a.md": text + _long_section(5, "ledger") + "\n"})
     result = rag_service.search(config, "quokka", mode="lexical", max_chars=2_000)
     window = result.sections[result.hits[0].section_id]
     assert "The quokka clause settles every dispute in Perth." in window
@@ -124,7 +113,7 @@ def test_budget_with_thai_russian_and_tables(tmp_path: Path) -> None:
     thai = "\n".join(f"{THAI} ข้อที่ {i} การประชุมประจำปี ผู้ถือหุ้น" for i in range(80))
     russian = " ".join(f"{RUSSIAN} Пункт {i}: годовой отчёт акционеров." for i in range(60))
     rows = "\n".join(f"row{i},Москва,{i * 3},ประชุม,annual report line {i}" for i in range(300))
-    config = _sync(
+    config = synced_folder(
         tmp_path,
         {
             "th.txt": thai + "\n",
@@ -152,7 +141,7 @@ def test_a_cut_never_splits_a_mark_or_a_surrogate_pair(tmp_path: Path) -> None:
     for i in range(120):
         parts.append(f"Item {i} is **very important text {i}** and 😀𝐀 emoji 𝄞 follow")
     text = " ".join(parts)  # no sentence end: cuts fall on spaces
-    config = _sync(tmp_path, {"marks.md": text + "\n"})
+    config = synced_folder(tmp_path, {"marks.md": text + "\n"})
     for max_chars in range(1_000, 4_000, 137):
         result = rag_service.search(
             config, "important", mode="lexical", max_chars=max_chars, detail="compact"
@@ -168,7 +157,7 @@ def test_a_cut_never_splits_a_mark_or_a_surrogate_pair(tmp_path: Path) -> None:
 
 def test_copies_collapse_into_one_hit_with_other_paths(tmp_path: Path) -> None:
     text = "# Travel policy\n\nEconomy class for flights under six hours.\n"
-    config = _sync(tmp_path, {"policy.md": text, "archive/policy-copy.md": text})
+    config = synced_folder(tmp_path, {"policy.md": text, "archive/policy-copy.md": text})
     full = rag_service.search(config, "economy flights", mode="lexical")
     assert sorted(h.path for h in full.hits) == ["archive/policy-copy.md", "policy.md"]
     lean = rag_service.search(config, "economy flights", mode="lexical", max_chars=8_000)
@@ -220,7 +209,7 @@ def test_compact_is_a_strict_subset_of_full() -> None:
 def test_confidence_low_when_nothing_matches_and_high_on_a_clear_hit(tmp_path: Path) -> None:
     files = {f"n{i}.md": _long_section(i, "ledger", 6) + "\n" for i in range(10)}
     files["quokka.md"] = "# Quokka\n\nThe quokka lives on Rottnest Island near Perth.\n"
-    config = _sync(tmp_path, files)
+    config = synced_folder(tmp_path, files)
     assert rag_service.search(config, "volcano eruption seismology", mode="lexical").confidence == (
         "low"
     )
@@ -241,7 +230,7 @@ def test_unknown_detail_is_a_plain_error(config: Config) -> None:
 
 def test_cli_prints_citation_and_confidence_and_honours_max_chars(tmp_path: Path) -> None:
     files = {f"n{i:02d}.md": _long_section(i, "zephyr") + "\n" for i in range(12)}
-    config = _sync(tmp_path, files)
+    config = synced_folder(tmp_path, files)
     base = [
         sys.executable,
         *server_args(config),
