@@ -2,7 +2,7 @@
 pages shipped in Debian packages.
 
     python bench/build_keyword_eval.py OUT --lang es|it|pt|nl|pl|ko|sv|cs|pyindex
-        [--queries N] [--strip-marks]
+        [--queries N] [--strip-marks] [--doc-lang es|it|pt|nl|pl|ko|sv|cs]
 
 - LibreOffice help (`apt-get install --no-install-recommends libreoffice-help-XX
   libreoffice-help-en-us`): the index is `/usr/share/libreoffice/help/XX/bookmarks.js`
@@ -21,7 +21,11 @@ folded text points to several pages are dropped (one relevant document per query
 ../shared/eval/README.md). The sample is the first N entries in sha256 order of their text
 (stable, blind to content). `--strip-marks` writes the same queries with combining marks
 removed (NFD, drop category Mn, NFC): the accent-free variant, as people type on a keyboard
-without dead keys. The output depends only on the installed package: two builds are identical.
+without dead keys. `--doc-lang XX` makes a cross-lingual set: the index terms of `--lang` with
+OUT/docs/ holding the XX help (its pages have the same file names in every language, so the
+label is exact); an entry whose text is also an XX index term of the same page is dropped (it
+is not cross-lingual). The output depends only on the installed packages: two builds are
+identical.
 """
 
 from __future__ import annotations
@@ -121,19 +125,31 @@ def clean_help_page(source: str, lang: str) -> str:
     )
 
 
-def libreoffice_entries(lang: str, docs: Path) -> list[Entry]:
+def _index_terms(lang_dir: Path) -> set[tuple[str, str]]:
+    """(page, folded query text) of every index entry of one language."""
+    return {(page, query_text(text).casefold()) for page, text in read_bookmarks(lang_dir)}
+
+
+def libreoffice_entries(lang: str, docs: Path, doc_lang: str | None = None) -> list[Entry]:
+    """The index entries of `lang`; the pages written to `docs` are `doc_lang`'s (default:
+    the same language)."""
+    page_lang = doc_lang or lang
     lang_dir, en_dir = LIBREOFFICE_HELP / lang, LIBREOFFICE_HELP / "en-US"
-    for needed in (lang_dir / "bookmarks.js", en_dir / "bookmarks.js"):
+    page_dir = LIBREOFFICE_HELP / page_lang
+    for needed in (lang_dir / "bookmarks.js", en_dir / "bookmarks.js", page_dir / "bookmarks.js"):
         if not needed.is_file():
-            raise SystemExit(f"error: {needed} is missing; install it: {install_hint(lang)}")
-    for page in sorted((lang_dir / "text").rglob("*.html")):
-        rel = page.relative_to(lang_dir)
+            hint = install_hint(page_lang if needed.is_relative_to(page_dir) else lang)
+            raise SystemExit(f"error: {needed} is missing; install it: {hint}")
+    for page in sorted((page_dir / "text").rglob("*.html")):
+        rel = page.relative_to(page_dir)
         target = docs / rel
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(clean_help_page(page.read_text(encoding="utf-8"), lang), "utf-8")
-    english = {(page, query_text(text).casefold()) for page, text in read_bookmarks(en_dir)}
+        target.write_text(clean_help_page(page.read_text(encoding="utf-8"), page_lang), "utf-8")
+    excluded = _index_terms(en_dir)
+    if doc_lang is not None:  # a term the pages' own index shares is no cross-lingual query
+        excluded |= _index_terms(page_dir)
     entries = [Entry(query_text(text), page) for page, text in read_bookmarks(lang_dir)]
-    return [e for e in entries if (e.page, e.query.casefold()) not in english]
+    return [e for e in entries if (e.page, e.query.casefold()) not in excluded]
 
 
 # --- Python documentation ------------------------------------------------------------------
@@ -233,17 +249,24 @@ def select_queries(entries: list[Entry], docs: Path, lang: str, quota: int) -> I
         }
 
 
-def set_name(lang: str, marks_stripped: bool) -> str:
+def set_name(lang: str, marks_stripped: bool, doc_lang: str | None = None) -> str:
     base = PYINDEX if lang == PYINDEX else f"lohelp-{lang}"
+    if doc_lang is not None:
+        base = f"{base}2{doc_lang}"
     return f"{base}-nomarks" if marks_stripped else base
 
 
-def build(out: Path, lang: str, quota: int, marks_stripped: bool = False) -> dict:
+def build(
+    out: Path, lang: str, quota: int, marks_stripped: bool = False, doc_lang: str | None = None
+) -> dict:
+    if doc_lang is not None and (lang == PYINDEX or doc_lang == lang):
+        raise SystemExit("error: --doc-lang needs a LibreOffice --lang other than itself")
     docs = out / "docs"
     if docs.exists():
         shutil.rmtree(docs)
     docs.mkdir(parents=True)
-    entries = python_entries(docs) if lang == PYINDEX else libreoffice_entries(lang, docs)
+    lo_entries = libreoffice_entries  # the pages of doc_lang when given
+    entries = python_entries(docs) if lang == PYINDEX else lo_entries(lang, docs, doc_lang)
     queries = list(select_queries(entries, docs, lang, quota))
     if marks_stripped:
         queries = [{**q, "query": strip_marks(q["query"])} for q in queries]
@@ -252,8 +275,10 @@ def build(out: Path, lang: str, quota: int, marks_stripped: bool = False) -> dic
         if lang == PYINDEX
         else f"libreoffice-help-{lang}:{LIBREOFFICE_HELP / lang / 'bookmarks.js'}"
     )
+    if doc_lang is not None:
+        source += f", pages of libreoffice-help-{doc_lang}"
     golden = {
-        "name": set_name(lang, marks_stripped),
+        "name": set_name(lang, marks_stripped, doc_lang),
         "description": f"Index term -> page, built by bench/build_keyword_eval.py from {source}",
         "queries": queries,
     }
@@ -268,8 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lang", required=True, choices=[*LIBREOFFICE_LANGS, PYINDEX])
     parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, help="sample size")
     parser.add_argument("--strip-marks", action="store_true", help="accent-free queries")
+    parser.add_argument(
+        "--doc-lang", choices=LIBREOFFICE_LANGS, help="pages in this language: cross-lingual"
+    )
     args = parser.parse_args(argv)
-    golden = build(args.out, args.lang, args.queries, args.strip_marks)
+    golden = build(args.out, args.lang, args.queries, args.strip_marks, args.doc_lang)
     pages = sum(1 for p in (args.out / "docs").rglob("*") if p.is_file())
     count = len(golden["queries"])
     sys.stderr.write(f"{args.out / 'golden.json'}: {count} queries, {pages} pages\n")
