@@ -55,6 +55,7 @@ from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.variants import channel_variants
+from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
@@ -68,6 +69,7 @@ from helpers.ranking.constants import (
     SEMANTIC_DISTINCT,
     TIE_WINDOW_PER_HIT,
 )
+from helpers.ranking.fusion import hybrid_share, lexical_evidence
 from helpers.results import ChannelRank, Hit, MatchedChild, SearchResult, TopMatch
 from helpers.store.batched import rows_in
 from helpers.store.codec import child_location, section_text, text_digest
@@ -76,13 +78,20 @@ from helpers.store.open_index import read_conn, read_only_reason
 __all__ = [
     "CHANNEL_DEPTH",
     "CHANNEL_WEIGHTS",
+    "HYBRID_LEXICAL_BASE",
+    "HYBRID_MARGIN_GAIN",
+    "HYBRID_SHARE_BOUNDS",
     "LEXICAL_CHANNELS",
     "RRF_K",
+    "SEMANTIC_CHILD_COUNT",
+    "SEMANTIC_CHILD_SHARE",
     "ChannelResult",
     "Filters",
     "Query",
     "SearchOptions",
     "fts_phrase",
+    "hybrid_share",
+    "lexical_evidence",
     "rrf_fuse",
     "run",
     "search",
@@ -192,12 +201,14 @@ def fuse_channels(
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
+    matched_of: Callable[[list[int]], float] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
     to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best lexical
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
-    only, none: unscaled)."""
+    only, none: unscaled); `matched_of` maps the lexical side's sections (best first) to the
+    share of the query they hold (helpers.ranking.fusion.query_match; none: all of it)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
@@ -205,26 +216,9 @@ def fuse_channels(
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
-    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of)
-
-
-def lexical_evidence(lexical: list[ChannelResult]) -> dict[int, float]:
-    """Per chunk: the weighted sum of each channel's score relative to that channel's best,
-    scaled so the best chunk has 1.0.
-
-    Unlike RRF ranks, this keeps how far ahead a hit is: a Thai quotation whose BM25 score is
-    2.5x the runner-up's must not tie with it when the cosines are close.
-    """
-    evidence: dict[int, float] = {}
-    for result in lexical:
-        top = max((score for _, score in result.ranked), default=0.0)
-        if top <= 0:
-            continue
-        weight = CHANNEL_WEIGHTS.get(result.name, 1.0) * result.coverage
-        for chunk_id, score in result.ranked:
-            evidence[chunk_id] = evidence.get(chunk_id, 0.0) + weight * max(score, 0.0) / top
-    best = max(evidence.values(), default=0.0)
-    return {cid: value / best for cid, value in evidence.items()} if best > 0 else {}
+    return hybrid_fuse(
+        lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, matched_of
+    )
 
 
 def hybrid_fuse(
@@ -234,6 +228,7 @@ def hybrid_fuse(
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
+    matched_of: Callable[[list[int]], float] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (hybrid_share).
@@ -278,67 +273,18 @@ def hybrid_fuse(
     sizes = (
         sizes_of([sec for sec, values in cosines.items() if len(values) > 1]) if sizes_of else {}
     )
-    cosine_best = _semantic_sections(cosines, section_hub, sizes)
+    cosine_best = fusion.semantic_sections(cosines, section_hub, sizes)
     if hubs_of is not None:
-        lexical_best = _lowered_side(lexical_best, section_hub)
-        cosine_best = _lowered_side(cosine_best, section_hub)
-    share = hybrid_share(list(lexical_best.values()), list(cosine_best.values()))
-    combined = {sec: share * value for sec, value in lexical_best.items()}
-    for sec, value in cosine_best.items():
-        combined[sec] = combined.get(sec, 0.0) + (1 - share) * value
+        lexical_best = fusion.lowered_side(lexical_best, section_hub)
+        cosine_best = fusion.lowered_side(cosine_best, section_hub)
+    matched = 1.0
+    if matched_of is not None and lexical_best:
+        matched = matched_of(sorted(lexical_best, key=lambda sec: (-lexical_best[sec], sec)))
+    combined = fusion.mix(lexical_best, cosine_best, matched)
     return sorted(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
     )
-
-
-def _semantic_sections(
-    cosines: dict[int, list[float]],
-    hubs: dict[int, float] | None = None,
-    sizes: dict[int, int] | None = None,
-) -> dict[int, float]:
-    """Per section: its best child's min-max normalised cosine plus SEMANTIC_CHILD_SHARE x its
-    next SEMANTIC_CHILD_COUNT children's, scaled back to a best of 1. A passage whose several
-    windows all match the query beats one whose single window happens to (a short generic
-    article next to the long one that answers). `sizes` (children per section)
-    make it the share of the section that matches, not a count that favours long pages; a hub's
-    share shrinks with its hub score: many matching windows are what a contents page is."""
-    hubs, sizes = hubs or {}, sizes or {}
-    if not cosines:
-        return {}
-    best = [values[0] for values in cosines.values()]
-    high, low = max(best), min(best)
-    spread = (high - low) or 1.0
-    scores = {}
-    for sec, values in cosines.items():
-        normed = [max(c - low, 0.0) / spread for c in values[: 1 + SEMANTIC_CHILD_COUNT]]
-        share = SEMANTIC_CHILD_SHARE * (1.0 - hubs.get(sec, 0.0))
-        size = sizes.get(sec, 0)
-        if size > 1 + SEMANTIC_CHILD_COUNT:  # the share of its windows that match, not their count
-            share *= (1 + SEMANTIC_CHILD_COUNT) / size
-        scores[sec] = normed[0] + share * sum(normed[1:])
-    top = max(scores.values()) or 1.0
-    return {sec: value / top for sec, value in scores.items()}
-
-
-def _lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int, float]:
-    """One side's 0-1 section scores with the hub prior applied, rescaled to a best of 1."""
-    lowered = {sec: v * (1.0 - HUB_PRIOR * hubs.get(sec, 0.0)) for sec, v in scores.items()}
-    best = max(lowered.values(), default=0.0)
-    return {sec: v / best for sec, v in lowered.items()} if best > 0 else lowered
-
-
-def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
-    """Lexical share for one query from each side's 0-1 section scores: the more decisive
-    side (larger gap between its top two) gets more weight."""
-
-    def margin(values: list[float]) -> float:
-        top = sorted(values, reverse=True)[:2]
-        return top[0] - top[1] if len(top) == 2 else float(bool(top))
-
-    share = HYBRID_LEXICAL_BASE + HYBRID_MARGIN_GAIN * (margin(lexical) - margin(semantic))
-    low, high = HYBRID_SHARE_BOUNDS
-    return min(high, max(low, share))
 
 
 def apply_hub_prior(
@@ -506,6 +452,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         hubs,
         lambda sids: section_sizes(conn, sids),
         lambda ids: section_proximity(ctx, ids),
+        lambda sids: fusion.query_match(ctx, sids).share,
     )
     # a section that matches only by quoting the query in a cross-reference points at the answer
     prior = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)

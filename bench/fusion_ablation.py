@@ -70,9 +70,9 @@ def capture(set_name: str, data_dir: Path, out: Path, model_dir: str) -> None:
     recorded: list[list[ChannelResult]] = []
     original = rag_search.fuse_channels
 
-    def recorder(results, section_of=None, hubs_of=None, sizes_of=None, proximity_of=None):  # type: ignore[no-untyped-def]
+    def recorder(results, section_of=None, hubs_of=None, sizes_of=None, proximity_of=None, *more):  # type: ignore[no-untyped-def]
         recorded.append(list(results))
-        return original(results, section_of, hubs_of, sizes_of, proximity_of)
+        return original(results, section_of, hubs_of, sizes_of, proximity_of, *more)
 
     rag_search.fuse_channels = recorder
     queries = []

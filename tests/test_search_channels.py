@@ -12,6 +12,7 @@ from conftest import make_config, synced_folder
 import rag_search
 import rag_service
 from helpers.config import Config
+from helpers.ranking import fusion
 from helpers.store import index_db
 
 FILES = {
@@ -345,7 +346,7 @@ def test_hybrid_gives_a_hubs_further_children_nothing(monkeypatch: pytest.Monkey
         return [(cid, round(score, 12)) for cid, score, _ in result]
 
     with_share = {hub: fused(hub) for hub in (0.0, 1.0)}
-    monkeypatch.setattr(rag_search, "SEMANTIC_CHILD_SHARE", 0.0)
+    monkeypatch.setattr(fusion, "SEMANTIC_CHILD_SHARE", 0.0)
     without_share = {hub: fused(hub) for hub in (0.0, 1.0)}
     assert with_share[1.0] == without_share[1.0]  # a full hub: its further windows add nothing
     assert with_share[0.0] != without_share[0.0]  # the same section as prose: they count
