@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import rag_search  # noqa: E402
 from helpers.eval import metrics as eval_metrics  # noqa: E402
 from helpers.ranking import fusion  # noqa: E402
 from helpers.ranking.constants import HYBRID_SHARE_BOUNDS  # noqa: E402
@@ -56,19 +57,32 @@ def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str)
         return real_mix(lexical, semantic, matched)
 
     fusion.query_match, fusion.mix = match, mix
+    real_distinct, real_corrected = rag_search.distinct_candidates, rag_search._hubness_corrected
+
+    def corrected(conn, hits, depth):  # type: ignore[no-untyped-def]
+        return real_corrected(conn, real_distinct(conn, hits, depth))
+
     queries = []
     for query in gold.queries:
         seen.clear()
         result = rag_service.search(config, query.query, top_k=TOP_HITS, mode="hybrid")
-        queries.append(
-            {
-                "id": query.query_id,
-                "relevant": [r.path for r in query.relevant],
-                "sides": seen.get("sides"),
-                "match": seen.get("match", ((), [])),
-                "real": eval_metrics.distinct_documents(h.path for h in result.hits),
-            }
-        )
+        record = {
+            "id": query.query_id,
+            "relevant": [r.path for r in query.relevant],
+            "sides": seen.get("sides"),
+            "match": seen.get("match", ((), [])),
+            "real": eval_metrics.distinct_documents(h.path for h in result.hits),
+        }
+        # the same query with the semantic side corrected for hubness whatever the words found
+        rag_search.distinct_candidates, rag_search._hubness_corrected = corrected, _same
+        try:
+            seen.clear()
+            rag_service.search(config, query.query, top_k=TOP_HITS, mode="hybrid")
+            record["sides_hubness"] = seen.get("sides")
+        finally:
+            rag_search.distinct_candidates = real_distinct
+            rag_search._hubness_corrected = real_corrected
+        queries.append(record)
     conn = sqlite3.connect(data_dir / "index.sqlite3")
     section_doc = dict(
         conn.execute("SELECT s.id, d.path FROM sections s JOIN documents d ON d.id=s.document_id")
@@ -76,6 +90,10 @@ def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str)
     payload = {"set": golden.parent.name, "queries": queries, "section_doc": section_doc}
     out.write_bytes(pickle.dumps(payload))
     print(f"{golden.parent.name}: {len(queries)} queries captured to {out}", file=sys.stderr)
+
+
+def _same(conn, hits):  # type: ignore[no-untyped-def]
+    return hits
 
 
 def matched(q: dict, sections: int, weighted: bool) -> float:
