@@ -201,14 +201,12 @@ def fuse_channels(
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
-    matched_of: Callable[[list[int]], float] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
     to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best lexical
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
-    only, none: unscaled); `matched_of` maps the lexical side's sections (best first) to the
-    share of the query they hold (helpers.ranking.fusion.query_match; none: all of it)."""
+    only, none: unscaled)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
@@ -216,9 +214,7 @@ def fuse_channels(
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
-    return hybrid_fuse(
-        lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, matched_of
-    )
+    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of)
 
 
 def hybrid_fuse(
@@ -228,7 +224,6 @@ def hybrid_fuse(
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
-    matched_of: Callable[[list[int]], float] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (hybrid_share).
@@ -277,10 +272,7 @@ def hybrid_fuse(
     if hubs_of is not None:
         lexical_best = fusion.lowered_side(lexical_best, section_hub)
         cosine_best = fusion.lowered_side(cosine_best, section_hub)
-    matched = 1.0
-    if matched_of is not None and lexical_best:
-        matched = matched_of(sorted(lexical_best, key=lambda sec: (-lexical_best[sec], sec)))
-    combined = fusion.mix(lexical_best, cosine_best, matched)
+    combined = fusion.mix(lexical_best, cosine_best)
     return sorted(
         ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
         key=lambda x: (-round(x[1], 12), x[0]),
@@ -452,7 +444,6 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         hubs,
         lambda sids: section_sizes(conn, sids),
         lambda ids: section_proximity(ctx, ids),
-        lambda sids: fusion.query_match(ctx, sids).share,
     )
     # a section that matches only by quoting the query in a cross-reference points at the answer
     prior = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)

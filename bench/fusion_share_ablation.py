@@ -17,20 +17,67 @@ the exponent of the match term.
 from __future__ import annotations
 
 import argparse
+import math
 import pickle
 import sqlite3
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import rag_search  # noqa: E402
 from helpers.eval import metrics as eval_metrics  # noqa: E402
+from helpers.lexical.common import SearchContext  # noqa: E402
+from helpers.lexical.query_terms import TermGroup  # noqa: E402
 from helpers.ranking import fusion  # noqa: E402
 from helpers.ranking.constants import HYBRID_SHARE_BOUNDS  # noqa: E402
+from helpers.store.codec import section_text  # noqa: E402
+from helpers.text.normalize import fold  # noqa: E402
 
 CAPTURED_SECTIONS = 5
 TOP_HITS = 30  # rag_eval asks for 30 hits (10 documents x 3)
+
+
+@dataclass(frozen=True)
+class QueryMatch:
+    """Per content word of the query: its weight (rarity in the folder) and whether the given
+    sections hold it."""
+
+    weights: tuple[float, ...] = ()
+    found: tuple[bool, ...] = ()
+
+
+def query_match(ctx: SearchContext, sections: list[int]) -> QueryMatch:
+    """The query's content words weighted by rarity in the folder (a word in no document
+    weighs most: it is the part of the query the words cannot have matched), each found when
+    one of the lexical side's first CAPTURED_SECTIONS sections (best first) holds it in a
+    form the channels accept."""
+    groups = ctx.query.content
+    if not groups or not sections:
+        return QueryMatch()
+    total = max(ctx.chunk_count(), 1)
+    weights = tuple(math.log(1.0 + total / (1.0 + ctx.doc_freq(g.text))) for g in groups)
+    found = [False] * len(groups)
+    for text in _section_texts(ctx.conn, sections[:CAPTURED_SECTIONS]):
+        found = [a or b for a, b in zip(found, _held(groups, text), strict=True)]
+    return QueryMatch(weights, tuple(found))
+
+
+def _held(groups: tuple[TermGroup, ...], text: str) -> list[bool]:
+    """Per group: whether `text` holds it in an accepted form (as confidence.coverage)."""
+    folded = fold(text)
+    return [
+        any(form and form in folded for form in (g.substrings(recall=False) or (g.text,)))
+        for g in groups
+    ]
+
+
+def _section_texts(conn: sqlite3.Connection, sections: list[int]) -> list[str]:
+    """The texts of `sections`, in their order (a missing one is left out)."""
+    marks = ",".join("?" * len(sections))
+    rows = dict(conn.execute(f"SELECT id, text FROM sections WHERE id IN ({marks})", sections))
+    return [section_text(rows[sec]) for sec in sections if sec in rows]
 
 
 def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str) -> None:
@@ -44,19 +91,22 @@ def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str)
     config = rag_eval.config_from_args(args)
     gold = rag_eval.load_golden(args.golden, config.knowledge_dir)
     seen: dict[str, object] = {}
-    real_match, real_mix = fusion.query_match, fusion.mix
+    real_proximity, real_mix = rag_search.section_proximity, fusion.mix
 
-    def match(ctx, sections):  # type: ignore[no-untyped-def]
-        per = [real_match(ctx, [sec]) for sec in sections[:CAPTURED_SECTIONS]]
-        weights = per[0].weights if per else ()
-        seen["match"] = (weights, [m.found for m in per])
-        return real_match(ctx, sections)
+    def proximity(ctx, ids):  # type: ignore[no-untyped-def]
+        seen["ctx"] = ctx
+        return real_proximity(ctx, ids)
 
-    def mix(lexical, semantic, matched=1.0):  # type: ignore[no-untyped-def]
+    def mix(lexical, semantic):  # type: ignore[no-untyped-def]
         seen["sides"] = (dict(lexical), dict(semantic))
-        return real_mix(lexical, semantic, matched)
+        ctx = seen.get("ctx")
+        if lexical and ctx is not None and "match" not in seen:
+            ordered = sorted(lexical, key=lambda sec: (-lexical[sec], sec))
+            per = [query_match(ctx, [sec]) for sec in ordered[:CAPTURED_SECTIONS]]
+            seen["match"] = (per[0].weights, [m.found for m in per])
+        return real_mix(lexical, semantic)
 
-    fusion.query_match, fusion.mix = match, mix
+    rag_search.section_proximity, fusion.mix = proximity, mix
     real_distinct, real_corrected = rag_search.distinct_candidates, rag_search._hubness_corrected
 
     def corrected(conn, hits, depth):  # type: ignore[no-untyped-def]
@@ -106,22 +156,29 @@ def matched(q: dict, sections: int, weighted: bool) -> float:
     return sum(w for w, hit in zip(ws, found, strict=True) if hit) / total if total else 1.0
 
 
-def share_of(q: dict, power: float, sections: int, weighted: bool) -> float:
-    lexical, semantic = q["sides"]
-    base = fusion.hybrid_share(list(lexical.values()), list(semantic.values()), 1.0)
+def share_of(q: dict, sides: tuple, power: float, sections: int, weighted: bool) -> float:
+    lexical, semantic = sides
+    base = fusion.hybrid_share(list(lexical.values()), list(semantic.values()))
     low = HYBRID_SHARE_BOUNDS[0]
     m = matched(q, sections, weighted) if power > 0 else 1.0
     return low + (base - low) * m**power
 
 
-def ranks(data: dict, power: float, sections: int, weighted: bool) -> list[int | None]:
+Variant = tuple[float, int, bool, float]  # power, sections, idf-weighted, hubness below
+
+
+def ranks(data: dict, variant: Variant) -> list[int | None]:
+    power, sections, weighted, hub_below = variant
     out = []
     for q in data["queries"]:
         if q["sides"] is None:  # one side only: the mix never ran
             out.append(eval_metrics.first_relevant_rank(q["real"], q["relevant"]))
             continue
-        lexical, semantic = q["sides"]
-        share = share_of(q, power, sections, weighted)
+        sides = q["sides"]
+        if q.get("sides_hubness") and matched(q, sections, weighted) < hub_below:
+            sides = q["sides_hubness"]
+        lexical, semantic = sides
+        share = share_of(q, sides, power, sections, weighted)
         combined = {s: share * v for s, v in lexical.items()}
         for s, v in semantic.items():
             combined[s] = combined.get(s, 0.0) + (1 - share) * v
@@ -131,8 +188,17 @@ def ranks(data: dict, power: float, sections: int, weighted: bool) -> list[int |
     return out
 
 
-POWERS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)
-SECTIONS = (1, 3, 5)
+POWERS = (0.0, 0.5, 1.0, 2.0)
+SECTIONS = (1, 3)
+HUB_BELOW = (0.0, 0.25, 0.5, 2.0)  # 0: as main (only with no lexical hit); 2: always
+MAIN: Variant = (0.0, 1, True, 0.0)
+
+
+def _label(v: Variant) -> str:
+    power, sections, weighted, hub_below = v
+    term = f"match^{power}, top {sections}, {'idf' if weighted else 'plain'}" if power else "-"
+    hub = {0.0: "-", 2.0: "always"}.get(hub_below, f"match < {hub_below}")
+    return f"share x {term}; hubness {hub}"
 
 
 def table(paths: list[Path]) -> None:
@@ -146,30 +212,28 @@ def table(paths: list[Path]) -> None:
     print("| variant | " + " | ".join(d["set"] for d in sets) + " | mean |")
     print("|---|" + "---|" * (len(sets) + 1))
     print("| real run (this branch) | " + " | ".join(f"{m:.4f}" for m in real) + " | |")
-    grid: dict[tuple, list[float]] = {}
+    grid: dict[Variant, list[float]] = {}
     for weighted in (True, False):
         for sections in SECTIONS:
             for power in POWERS:
-                if power == 0 and (sections != 1 or not weighted):
-                    continue
-                key = (power, sections, weighted)
-                grid[key] = [eval_metrics.mrr_at(ranks(d, *key)) for d in sets]
-                label = f"power {power}, top {sections}, {'idf' if weighted else 'plain'}"
-                if power == 0:
-                    label = "no match term (main)"
-                cells = " | ".join(f"{m:.4f}" for m in grid[key])
-                mean = sum(grid[key]) / len(sets)
-                print(f"| {label} | {cells} | {mean:.4f} |", flush=True)
-    print("\nleave-one-set-out (pick by mean MRR gain over main on the other sets):")
-    main = grid[(0.0, 1, True)]
+                for hub_below in HUB_BELOW:
+                    if power == 0 and (sections != 1 or not weighted) and hub_below == 0:
+                        continue
+                    key = (power, sections, weighted, hub_below)
+                    grid[key] = [eval_metrics.mrr_at(ranks(d, key)) for d in sets]
+                    cells = " | ".join(f"{m:.4f}" for m in grid[key])
+                    mean = sum(grid[key]) / len(sets)
+                    print(f"| {_label(key)} | {cells} | {mean:.4f} |", flush=True)
+    print("\nleave-one-set-out (the variant with the best mean MRR gain over main elsewhere):")
+    main = grid[MAIN]
     for i, d in enumerate(sets):
 
-        def gain(key: tuple, i: int = i) -> float:
+        def gain(key: Variant, i: int = i) -> float:
             return sum(grid[key][j] - main[j] for j in range(len(sets)) if j != i)
 
-        best = max(grid, key=lambda k: (gain(k), -k[0]))
+        best = max(grid, key=lambda k: (round(gain(k), 9), -k[0], -k[3]))
         held = f"held-out {grid[best][i]:.4f} (main {main[i]:.4f})"
-        print(f"  held out {d['set']}: chose {best}, {held}")
+        print(f"  held out {d['set']}: chose {_label(best)}, {held}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,11 +34,6 @@ CHANNEL_WEIGHTS: dict[str, float] = {
 HYBRID_LEXICAL_BASE = 0.5
 HYBRID_MARGIN_GAIN = 0.5
 HYBRID_SHARE_BOUNDS = (0.1, 0.9)  # neither side is ever ignored
-# The part of that share above its floor is scaled by the rarity-weighted share of the query's
-# content words that the lexical side's first HYBRID_MATCH_SECTIONS sections hold (helpers.
-# ranking.fusion.query_match): a margin won on one shared name or number of a query in another
-# language says nothing about the rest of it (bench/notes/x-fuse.md).
-HYBRID_MATCH_SECTIONS = 3
 # Hybrid, semantic side: a section scores its best child's normalised cosine plus this share of
 # its next SEMANTIC_CHILD_COUNT children's, so a passage whose several windows match beats one
 # whose single window happens to (scaled by the part of the section they are, and by 1 - hub).

@@ -1,48 +1,21 @@
 """Hybrid fusion: each side's 0-1 section scores, and the per-query mix of the two.
 
-rag_search.hybrid_fuse collects the sections of both sides and calls these. The lexical share
-of the mix follows how decisive each side is (the gap between its top two sections) and how
-much of the query the lexical side really matched: a margin won on one shared word of a query
-in another language (a name, a number, a loanword) is no evidence about the rest of it.
+rag_search.hybrid_fuse collects the sections of both sides and calls these; the lexical share
+of the mix follows how decisive each side is (the gap between its top two sections).
 """
 
 from __future__ import annotations
 
-import math
-import sqlite3
-from dataclasses import dataclass
-
-from helpers.lexical.common import ChannelResult, SearchContext
-from helpers.lexical.query_terms import TermGroup
+from helpers.lexical.common import ChannelResult
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     HUB_PRIOR,
     HYBRID_LEXICAL_BASE,
     HYBRID_MARGIN_GAIN,
-    HYBRID_MATCH_SECTIONS,
     HYBRID_SHARE_BOUNDS,
     SEMANTIC_CHILD_COUNT,
     SEMANTIC_CHILD_SHARE,
 )
-from helpers.store.codec import section_text
-from helpers.text.normalize import fold
-
-
-@dataclass(frozen=True)
-class QueryMatch:
-    """How much of the query the lexical side's top sections hold: per content word, its
-    weight (rarity in the folder) and whether the best of those sections holds it."""
-
-    weights: tuple[float, ...] = ()
-    found: tuple[bool, ...] = ()
-
-    @property
-    def share(self) -> float:
-        """Rarity-weighted share of the query's content words found (1.0 when unknown)."""
-        total = sum(self.weights)
-        if total <= 0:
-            return 1.0
-        return sum(w for w, hit in zip(self.weights, self.found, strict=True) if hit) / total
 
 
 def lexical_evidence(lexical: list[ChannelResult]) -> dict[int, float]:
@@ -100,10 +73,9 @@ def lowered_side(scores: dict[int, float], hubs: dict[int, float]) -> dict[int, 
     return {sec: v / best for sec, v in lowered.items()} if best > 0 else lowered
 
 
-def hybrid_share(lexical: list[float], semantic: list[float], matched: float = 1.0) -> float:
+def hybrid_share(lexical: list[float], semantic: list[float]) -> float:
     """Lexical share for one query from each side's 0-1 section scores: the more decisive
-    side (larger gap between its top two) gets more weight, and the lexical side's part above
-    the floor shrinks with the share of the query it matched (`matched`, 0-1)."""
+    side (larger gap between its top two) gets more weight."""
 
     def margin(values: list[float]) -> float:
         top = sorted(values, reverse=True)[:2]
@@ -111,48 +83,13 @@ def hybrid_share(lexical: list[float], semantic: list[float], matched: float = 1
 
     share = HYBRID_LEXICAL_BASE + HYBRID_MARGIN_GAIN * (margin(lexical) - margin(semantic))
     low, high = HYBRID_SHARE_BOUNDS
-    share = min(high, max(low, share))
-    return low + (share - low) * min(1.0, max(0.0, matched))
+    return min(high, max(low, share))
 
 
-def mix(
-    lexical: dict[int, float], semantic: dict[int, float], matched: float = 1.0
-) -> dict[int, float]:
+def mix(lexical: dict[int, float], semantic: dict[int, float]) -> dict[int, float]:
     """Section -> share x lexical + (1 - share) x semantic, the share chosen per query."""
-    share = hybrid_share(list(lexical.values()), list(semantic.values()), matched)
+    share = hybrid_share(list(lexical.values()), list(semantic.values()))
     combined = {sec: share * value for sec, value in lexical.items()}
     for sec, value in semantic.items():
         combined[sec] = combined.get(sec, 0.0) + (1 - share) * value
     return combined
-
-
-def query_match(ctx: SearchContext, sections: list[int]) -> QueryMatch:
-    """The query's content words weighted by rarity in the folder (a word in no document
-    weighs most: it is the part of the query the words cannot have matched), each found when
-    one of the lexical side's first HYBRID_MATCH_SECTIONS sections (best first) holds it in a
-    form the channels accept."""
-    groups = ctx.query.content
-    if not groups or not sections:
-        return QueryMatch()
-    total = max(ctx.chunk_count(), 1)
-    weights = tuple(math.log(1.0 + total / (1.0 + ctx.doc_freq(g.text))) for g in groups)
-    found = [False] * len(groups)
-    for text in _section_texts(ctx.conn, sections[:HYBRID_MATCH_SECTIONS]):
-        found = [a or b for a, b in zip(found, _held(groups, text), strict=True)]
-    return QueryMatch(weights, tuple(found))
-
-
-def _held(groups: tuple[TermGroup, ...], text: str) -> list[bool]:
-    """Per group: whether `text` holds it in an accepted form (as confidence.coverage)."""
-    folded = fold(text)
-    return [
-        any(form and form in folded for form in (g.substrings(recall=False) or (g.text,)))
-        for g in groups
-    ]
-
-
-def _section_texts(conn: sqlite3.Connection, sections: list[int]) -> list[str]:
-    """The texts of `sections`, in their order (a missing one is left out)."""
-    marks = ",".join("?" * len(sections))
-    rows = dict(conn.execute(f"SELECT id, text FROM sections WHERE id IN ({marks})", sections))
-    return [section_text(rows[sec]) for sec in sections if sec in rows]
