@@ -5,12 +5,17 @@ folder, under each weight and cosine gate of the correction.
 
     python bench/hubness_crosslingual.py capture GOLDEN DOCS DATA_DIR OUT.pkl \\
         --semantic-model-dir M
+    python bench/hubness_crosslingual.py flags GOLDEN DOCS DATA_DIR OUT.pkl
     python bench/hubness_crosslingual.py table OUT1.pkl OUT2.pkl ...
 
 The ranking replayed is rag_search.hybrid_fuse with an empty lexical side (the semantic side's
 section scores, helpers.ranking.fusion.semantic_sections, hubs lowered), then distinct documents
 (MRR@10 as rag_eval.py counts it). Weight 0 is that path without the correction, i.e. what
-semantic evidence alone gives.
+semantic evidence alone gives. `flags` adds to a capture which queries the lexical side finds
+nothing for: hybrid search applies the correction to those only, so `table` reports each set
+twice, over every query (the correction as a re-ranker of semantic evidence) and as hybrid
+search sees it (the correction on the queries without lexical hits, the captured hybrid rank
+elsewhere is not replayed: those rows count the no-hit queries only).
 """
 
 from __future__ import annotations
@@ -87,6 +92,24 @@ def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str)
     print(f"{golden.parent.name}: {len(queries)} queries captured to {out}", file=sys.stderr)
 
 
+def flags(golden: Path, docs: Path, data_dir: Path, out: Path) -> None:
+    """Mark each captured query whose lexical search returns nothing."""
+    import rag_eval
+    import rag_service
+
+    args = rag_eval._parser().parse_args(
+        [str(golden), "--knowledge-dir", str(docs), "--data-dir", str(data_dir)]
+        + ["--mode", "lexical"]
+    )
+    config = rag_eval.config_from_args(args)
+    gold = rag_eval.load_golden(args.golden, config.knowledge_dir)
+    data = pickle.loads(out.read_bytes())
+    for record, query in zip(data["queries"], gold.queries, strict=True):
+        hits = rag_service.search(config, query.query, top_k=1, mode="lexical").hits
+        record["lexical_hits"] = bool(hits)
+    out.write_bytes(pickle.dumps(data))
+
+
 def weight(top: float, alpha: float, weak: float, strong: float) -> float:
     return alpha * min(1.0, max(0.0, (strong - top) / (strong - weak)))
 
@@ -110,26 +133,77 @@ def rank(data: dict, q: dict, alpha: float, weak: float, strong: float) -> int |
     return eval_metrics.first_relevant_rank(docs, q["relevant"])
 
 
-ALPHAS = (0.0, 0.1, 0.25, 0.5)
-GATES = ((0.84, 0.87), (0.80, 0.84), (0.78, 0.82), (0.84, 0.90))
+ALPHAS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
+GATES = (
+    (0.84, 0.87),
+    (0.82, 0.87),
+    (0.84, 0.90),
+    (0.80, 0.90),
+    (0.78, 0.84),
+    (0.80, 0.84),
+    (0.82, 0.84),
+)
+SHIPPED = (0.5, 0.84, 0.87)  # helpers.semantic.hubness: WEIGHT, WEAK_COSINE, STRONG_COSINE
+
+
+def _mrr_sum(d: dict, variant: tuple[float, float, float], only_no_hits: bool) -> float:
+    """Sum of reciprocal ranks (top 10) over the set's queries (or its no-lexical-hit ones)."""
+    total = 0.0
+    for q in d["queries"]:
+        if only_no_hits and q.get("lexical_hits", False):
+            continue
+        r = rank(d, q, *variant)
+        total += 1.0 / r if r is not None and r <= 10 else 0.0
+    return total
 
 
 def table(paths: list[Path]) -> None:
     sets = [pickle.loads(p.read_bytes()) for p in paths]
-    print("| set | median top cosine | " + " | ".join(str(a) for a in ALPHAS) + " |")
+    print("| set | queries | without lexical hits | median top cosine |")
+    print("|---|---|---|---|")
     for d in sets:
         tops = [max(c for _, c, _ in q["hits"]) for q in d["queries"] if q["hits"]]
-        print(f"| {d['set']} | {statistics.median(tops):.3f} |")
-    print("\n| weight, gate | " + " | ".join(d["set"] for d in sets) + " |")
-    print("|---|" + "---|" * len(sets))
-    for weak, strong in GATES:
-        for alpha in ALPHAS:
-            cells = [
-                eval_metrics.mrr_at([rank(d, q, alpha, weak, strong) for q in d["queries"]])
-                for d in sets
-            ]
-            row = " | ".join(f"{m:.4f}" for m in cells)
-            print(f"| {alpha}, {weak}-{strong} | {row} |", flush=True)
+        n = len(d["queries"])
+        none = sum(1 for q in d["queries"] if not q.get("lexical_hits", True))
+        flagged = "lexical_hits" in d["queries"][0] if d["queries"] else False
+        print(f"| {d['set']} | {n} | {none if flagged else '?'} | {statistics.median(tops):.3f} |")
+    variants = [(a, w, s) for w, s in GATES for a in ALPHAS if a > 0] + [(0.0, 0.84, 0.87)]
+    for only in (False, True):
+        title = "queries without lexical hits: MRR gain" if only else "every query: MRR@10"
+        print(f"\n{title} (weight, gate) | " + " | ".join(d["set"] for d in sets))
+        print("|---|" + "---|" * len(sets))
+        grid = {}
+        for v in variants:
+            sums = [_mrr_sum(d, v, only) / len(d["queries"]) for d in sets]
+            grid[v] = sums
+        base = grid[(0.0, 0.84, 0.87)]
+        for v, sums in grid.items():
+            cells = [s - b for s, b in zip(sums, base, strict=True)] if only else sums
+            row = " | ".join(f"{c:+.4f}" if only else f"{c:.4f}" for c in cells)
+            mark = " (shipped)" if v == SHIPPED else ""
+            print(f"| {v[0]}, {v[1]}-{v[2]}{mark} | {row} |", flush=True)
+        if not only:
+            continue
+        print("\nleave-one-set-out, hybrid view (gain = the set's MRR@10 change; worst other set):")
+        for i, d in enumerate(sets):
+
+            def worst(v, i=i, grid=grid, base=base):  # type: ignore[no-untyped-def]
+                return min(grid[v][j] - base[j] for j in range(len(sets)) if j != i)
+
+            def mean(v, i=i, grid=grid, base=base):  # type: ignore[no-untyped-def]
+                return sum(grid[v][j] - base[j] for j in range(len(sets)) if j != i)
+
+            def safe(v, worst=worst, mean=mean):  # type: ignore[no-untyped-def]
+                return mean(v) if worst(v) >= -1e-9 else -1.0  # never below main elsewhere
+
+            for name, key in (("maximin", worst), ("mean", mean), ("mean, none below", safe)):
+                best = max(grid, key=lambda v: (round(key(v), 9), -v[0]))
+                held = grid[best][i] - base[i]
+                shipped = grid[SHIPPED][i] - base[i]
+                print(
+                    f"  {d['set']}: {name} picks {best}, held-out gain {held:+.4f} "
+                    f"(shipped {shipped:+.4f})"
+                )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,11 +213,16 @@ def main(argv: list[str] | None = None) -> int:
     for name in ("golden", "docs", "data_dir", "out"):
         cap.add_argument(name, type=Path)
     cap.add_argument("--semantic-model-dir", required=True)
+    flg = sub.add_parser("flags")
+    for name in ("golden", "docs", "data_dir", "out"):
+        flg.add_argument(name, type=Path)
     tab = sub.add_parser("table")
     tab.add_argument("pickles", type=Path, nargs="+")
     args = parser.parse_args(argv)
     if args.cmd == "capture":
         capture(args.golden, args.docs, args.data_dir, args.out, args.semantic_model_dir)
+    elif args.cmd == "flags":
+        flags(args.golden, args.docs, args.data_dir, args.out)
     else:
         table(args.pickles)
     return 0

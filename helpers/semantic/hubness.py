@@ -57,18 +57,19 @@ def neighbour_means(vectors: np.ndarray, sample: np.ndarray, k: int) -> np.ndarr
 
 
 # CSLS correction, measured in bench/RESULTS.md ("Hubness correction"): k = 10 neighbours
-# among a stride sample of at most 1,024 vectors, weight 0.5 of the centred r_d, gated below.
+# among a stride sample of at most 1,024 vectors, the whole centred r_d, gated below.
 NEIGHBOURS = 10
 SAMPLE_SIZE = 1024
-WEIGHT = 0.5
+WEIGHT = 1.0
 # The correction applies in full when the query's best cosine is at most WEAK_COSINE and not at
 # all from STRONG_COSINE up, linearly between: hubs take the first places when a query is far
-# from every text (nothing matches it well), while a query with a close match is ranked by it.
-# The gate sits between the top cosines of questions asked in the folder's language and of
-# questions in another language (bench/RESULTS.md "Hubness correction"); WEAK_COSINE is the
-# confidence band's weak semantic evidence (helpers.ranking.constants.COSINE_MIN).
-WEAK_COSINE = 0.84
-STRONG_COSINE = 0.87
+# from every text (nothing matches it well), while a query with any real match is ranked by it.
+# STRONG_COSINE is the confidence band's weak semantic evidence (helpers.ranking.constants.
+# COSINE_MIN): above it the semantic side has a match and the correction only reshuffles it.
+# Weight and lower bound chosen leave-one-set-out over five cross-lingual sets
+# (bench/notes/x-fuse.md "Hubness gate").
+WEAK_COSINE = 0.80
+STRONG_COSINE = 0.84
 
 
 def weight_for(top_cosine: float, weight: float | None = None) -> float:
