@@ -125,8 +125,16 @@ def _unglue(word: str) -> list[str]:
     return [word]
 
 
+# Every word that can make a name secret, as one search: such a word is a substring of the
+# lower-cased name (name_words only cuts and lower-cases it), so a name without any is no
+# secret store, decided without splitting it (most names of a walk).
+_SECRET_HINT = re.compile("|".join(map(re.escape, sorted(SECRET_WORDS | KEY_WORDS))))
+
+
 def is_secret_store_name(name: str) -> bool:
     """The word rule above: secret words plus only qualifiers (numbers are dropped)."""
+    if not _SECRET_HINT.search(name.lower()):
+        return False
     words = name_words(name)
     secret = {w for w in words if w in SECRET_WORDS}
     if KEY_KINDS.intersection(words):
@@ -236,6 +244,25 @@ def resolve_inside(knowledge_dir: Path, rel_path: str) -> Path:
     return real
 
 
+@dataclass(frozen=True, slots=True)
+class WalkedFile:
+    """A file walk_stats yielded: a FileEntry's facts with the path still a string (a Path
+    object per file cost more than its stat call on a no-op resync, which needs Paths only
+    for the files that changed)."""
+
+    rel_path: str
+    abs_path: str
+    size: int
+    mtime_ns: int
+    dev: int
+    ino: int
+
+    def entry(self) -> FileEntry:
+        return FileEntry(
+            self.rel_path, Path(self.abs_path), self.size, self.mtime_ns, self.dev, self.ino
+        )
+
+
 def walk_files(
     knowledge_dir: Path,
     suffixes: frozenset[str],
@@ -250,6 +277,17 @@ def walk_files(
     non-UTF-8 names (they cannot be stored); `excluded(rel_path, is_dir)` applies the user's
     excludes (.ragignore, --exclude).
     """
+    for found in walk_stats(knowledge_dir, suffixes, scope, excluded):
+        yield found.entry() if isinstance(found, WalkedFile) else found
+
+
+def walk_stats(
+    knowledge_dir: Path,
+    suffixes: frozenset[str],
+    scope: str = "",
+    excluded: Callable[[str, bool], bool] | None = None,
+) -> Iterator[WalkedFile | SkippedEntry]:
+    """walk_files with each file as a WalkedFile (same files, order and skips)."""
     root = knowledge_dir.resolve()
     start = root / scope if scope else root
     if scope and _has_link_component(root, scope):
@@ -336,7 +374,7 @@ def walk_files(
                     rel, "sensitive-looking name (keys, credentials, .env)", SkipReason.SENSITIVE
                 )
                 continue
-            yield FileEntry(rel, Path(entry.path), st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+            yield WalkedFile(rel, entry.path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
         stack.extend(reversed(subdirs))
 
 

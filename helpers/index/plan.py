@@ -9,6 +9,7 @@ keeps what was indexed from it. It reads the index and walks the folder, and wri
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from pathlib import Path
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import file_too_large
 from helpers.lexical.common import STAGING_PATH_PREFIX
-from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_files
+from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_stats
 from helpers.secrets import DETECTOR_VERSION
 from helpers.skips import SkipReason
 from helpers.text.chunking import CHUNK_SCHEME
@@ -54,37 +55,39 @@ def plan_sync(
     """Compare the folder with the index by size + mtime_ns (hashes only for what changed).
     Files over `max_file_bytes` and `excluded` ones are skipped: their old rows go."""
     plan = SyncPlan()
-    for row in conn.execute(
-        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version, "
+    versions: dict[str, int] = {}  # suffix -> its format's current reader version
+    rows = conn.cursor()
+    rows.row_factory = None  # plain tuples: one per document, read by position
+    rows.execute(
+        "SELECT path, id, size, mtime_ns, sha256, chunk_scheme, status, detector_version, "
         "format_version FROM documents"
-    ):
-        if row["path"].startswith(STAGING_PATH_PREFIX):
+    )
+    for path, doc_id, size, mtime_ns, sha, scheme, status, detector, version in rows:
+        if path.startswith(STAGING_PATH_PREFIX):
             continue  # a staged or retired copy, never a file (discarded by sync_files)
-        if in_scope(row["path"], scope):
-            plan.existing[row["path"]] = ExistingDoc(
-                row["id"],
-                row["size"],
-                row["mtime_ns"],
-                row["sha256"],
-                row["chunk_scheme"],
-                row["status"],
-                row["detector_version"],
-                row["format_version"] == extractors.format_version(row["path"]),
+        if in_scope(path, scope):
+            # The reader version depends on the suffix only: one lookup per suffix.
+            suffix = os.path.splitext(path)[1].lower()
+            if suffix not in versions:
+                versions[suffix] = extractors.format_version(path)
+            current = version == versions[suffix]
+            plan.existing[path] = ExistingDoc(
+                doc_id, size, mtime_ns, sha, scheme, status, detector, current
             )
     seen: set[str] = set()
-    for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
-        if isinstance(entry, SkippedEntry):
-            plan.skipped.append(entry)
+    for found in walk_stats(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
+        if isinstance(found, SkippedEntry):
+            plan.skipped.append(found)
             continue
-        if max_file_bytes is not None and entry.size > max_file_bytes:
-            plan.skipped.append(too_large_skip(entry, max_file_bytes))
+        if max_file_bytes is not None and found.size > max_file_bytes:
+            plan.skipped.append(too_large_skip(found.entry(), max_file_bytes))
             continue
-        seen.add(entry.rel_path)
-        old = plan.existing.get(entry.rel_path)
+        seen.add(found.rel_path)
+        old = plan.existing.get(found.rel_path)
         if (
             old is not None
-            and old.size == entry.size
-            and old.mtime_ns == entry.mtime_ns
+            and old.size == found.size
+            and old.mtime_ns == found.mtime_ns
             and old.chunk_scheme == CHUNK_SCHEME
             and old.status == "indexed"
             and old.detector_version == DETECTOR_VERSION
@@ -92,7 +95,7 @@ def plan_sync(
         ):
             plan.unchanged += 1
         else:
-            plan.candidates.append(entry)
+            plan.candidates.append(found.entry())  # a Path only for a file that is read
     # A folder or file that could not be read is not gone: keep what was indexed from it.
     unreadable = [
         "" if s.rel_path == "." else s.rel_path
