@@ -183,6 +183,7 @@ def hostile_queries(real: list[str], rng: random.Random) -> dict[str, str]:
         "one_letter_words": "a b c d e f g h i j k l m n o p",
         "thai_run": "ที่" * 300,
         "cyrillic_paste": " ".join(t for t in real if re.search("[а-я]{4}", t))[:1000],
+        "thai_paste": " ".join(t for t in real if re.search("[\u0e01-\u0e2e]{4}", t))[:1000],
     }
 
 
