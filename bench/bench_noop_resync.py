@@ -1,12 +1,12 @@
 """No-op resync against a bare os.walk + lstat of the same tree, in one run.
 
     python bench/bench_noop_resync.py [--files 100000] [--indexed 20000] [--work /tmp/noop] \
-        [--rounds 3] [--profile OUT.pstats]
+        [--rounds 3] [--other gz|dat] [--profile OUT.pstats]
 
 The tree: FOLDER_FILES files per folder, `--indexed` of them small Markdown notes (one line of
-words and a unique marker; indexed by the first sync) and the rest empty `.gz` files (an
-unsupported type, so each is a skip the sync records with its reason, as in a folder of
-downloads). After the first sync (not timed against anything), each round times, one after the
+words and a unique marker) and the rest empty files named `*.OTHER` (`--other gz`, the default:
+a supported type, each an empty indexed document; `--other dat`: an unsupported type, so each
+is a skip the sync records with its reason, as in a folder of downloads). After the first sync (not timed against anything), each round times, one after the
 other:
 
 - bare: os.walk + os.lstat of every entry (the floor: what any sync must look at);
@@ -44,9 +44,9 @@ WORDS = "invoice contract report budget meeting travel policy vendor audit quart
 SEED = 5
 
 
-def make_tree(root: Path, files: int, indexed: int) -> None:
+def make_tree(root: Path, files: int, indexed: int, other: str) -> None:
     """Writes the tree once (kept between runs with the same counts)."""
-    marker = root / f".bench-{files}-{indexed}"
+    marker = root / f".bench-{files}-{indexed}-{other}"
     if marker.exists():
         return
     rng = random.Random(SEED)
@@ -59,7 +59,7 @@ def make_tree(root: Path, files: int, indexed: int) -> None:
             body = " ".join(rng.choice(WORDS) for _ in range(12))
             (folder / f"note{i:06d}.md").write_text(f"{body} marker{i:06d}\n", encoding="utf-8")
         else:
-            (folder / f"file{i:06d}.gz").touch()
+            (folder / f"file{i:06d}.{other}").touch()
     marker.touch()
 
 
@@ -97,10 +97,11 @@ def main() -> int:
     parser.add_argument("--indexed", type=int, default=20_000)
     parser.add_argument("--work", type=Path, default=Path("/tmp/noop"))
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--other", default="gz", help="suffix of the files that are not notes")
     parser.add_argument("--profile", type=Path)
     args = parser.parse_args()
     root = args.work / "kb"
-    make_tree(root, args.files, args.indexed)
+    make_tree(root, args.files, args.indexed, args.other)
     data = args.work / "state"
     config = Config(root, data, data / "index.sqlite3", semantic=False)
     first = resync(config)
@@ -124,7 +125,8 @@ def main() -> int:
     }
     report = {
         "files": args.files,
-        "indexed": args.indexed,
+        "notes": args.indexed,
+        "other": args.other,
         **{k: round(v, 3) for k, v in med.items()},
         "ratio_resync_to_bare": round(med["resync_s"] / med["bare_s"], 2),
         "ratio_worker_to_bare": round(med["worker_s"] / med["bare_s"], 2),
