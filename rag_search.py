@@ -459,6 +459,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
         top=_top_match(prior, ctx.query, hits, sections),
+        **ctx.limits(),  # truncated_channels + a warning for each
     )
 
 

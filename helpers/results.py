@@ -166,6 +166,11 @@ SEARCH = Shape(
         ),
         Key("sources", "list[Source] | None", "full detail only"),
         Key("channels_used", "list[str] | None", "full detail only"),
+        Key(
+            "truncated_channels",
+            "list[str]",
+            "channels a work bound cut short for this query (a warning says how)",
+        ),
         Key("warnings", "list[str]"),
         Key("elapsed_ms", "float | None", "full detail only"),
     ),
@@ -179,6 +184,7 @@ SEARCH = Shape(
         "more",
         "hits",
         "sections",
+        "truncated_channels",
         "warnings",
     ),
 )
@@ -534,6 +540,7 @@ class SearchResult:
     elapsed_ms: float
     warnings: list[str] = field(default_factory=list)
     channels_used: list[str] = field(default_factory=list)
+    truncated_channels: list[str] = field(default_factory=list)  # cut short by a work bound
     confidence: str = "low"  # helpers.ranking.confidence.assess
     omitted: Omitted = field(default_factory=Omitted)
     more: str | None = None  # how to get what was left out
@@ -576,6 +583,7 @@ class SearchResult:
                 "sections": {str(k): v for k, v in self.sections.items()},
                 "sources": [s.to_dict() for s in self.sources],
                 "channels_used": self.channels_used,
+                "truncated_channels": self.truncated_channels,
                 "warnings": self.warnings,
                 "elapsed_ms": round(self.elapsed_ms, 2),
             },

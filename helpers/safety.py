@@ -9,6 +9,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from helpers.errors import RagError
 from helpers.skips import SkipReason
@@ -125,8 +126,16 @@ def _unglue(word: str) -> list[str]:
     return [word]
 
 
+# Every word that can make a name secret, as one search: such a word is a substring of the
+# lower-cased name (name_words only cuts and lower-cases it), so a name without any is no
+# secret store, decided without splitting it (most names of a walk).
+_SECRET_HINT = re.compile("|".join(map(re.escape, sorted(SECRET_WORDS | KEY_WORDS))))
+
+
 def is_secret_store_name(name: str) -> bool:
     """The word rule above: secret words plus only qualifiers (numbers are dropped)."""
+    if not _SECRET_HINT.search(name.lower()):
+        return False
     words = name_words(name)
     secret = {w for w in words if w in SECRET_WORDS}
     if KEY_KINDS.intersection(words):
@@ -162,16 +171,65 @@ class SkippedEntry:
     is_dir: bool = False  # a skipped folder counts once; its contents are not walked
 
 
-# All patterns as one compiled alternation: a walk checks every name, and 48 separate fnmatch
-# calls per name were a third of a no-op resync of 10,000 files.
-_SENSITIVE_NAME_RE = re.compile("|".join(fnmatch.translate(p) for p in SENSITIVE_NAME_PATTERNS))
+_WILDCARDS = frozenset("*?[")
+
+
+def _pattern_kinds(
+    patterns: tuple[str, ...],
+) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], re.Pattern[str]]:
+    """The patterns as plain names, `prefix*`, `*suffix` and the rest (one regex): a walk
+    checks every name, and str lookups decide what fnmatch would at a fraction of its cost."""
+    exact: set[str] = set()
+    prefixes: list[str] = []
+    suffixes: list[str] = []
+    other: list[str] = []
+    for pattern in patterns:
+        if not _WILDCARDS.intersection(pattern):
+            exact.add(pattern)
+        elif pattern.startswith("*") and not _WILDCARDS.intersection(pattern[1:]):
+            suffixes.append(pattern[1:])
+        elif pattern.endswith("*") and not _WILDCARDS.intersection(pattern[:-1]):
+            prefixes.append(pattern[:-1])
+        else:
+            other.append(pattern)
+    rest = re.compile("|".join(fnmatch.translate(p) for p in other) or r"(?!)")
+    return frozenset(exact), tuple(prefixes), tuple(suffixes), rest
+
+
+_SENSITIVE_EXACT, _SENSITIVE_PREFIXES, _SENSITIVE_SUFFIXES, _SENSITIVE_NAME_RE = _pattern_kinds(
+    SENSITIVE_NAME_PATTERNS
+)
+
+
+def _longest_literal(pattern: str) -> str:
+    return max(re.split(r"[*?\[\]]", pattern), key=len)
+
+
+# A piece every rule needs in the lower-cased name (a pattern's longest literal part, a folder
+# name, a secret word): a name holding none is not sensitive, decided by one search. Most names
+# of a walk hold none, and the full rules cost more than the walk's stat call.
+_SENSITIVE_HINT = re.compile(
+    "|".join(
+        re.escape(piece)
+        for piece in sorted(
+            {_longest_literal(p) for p in SENSITIVE_NAME_PATTERNS}
+            | SENSITIVE_DIR_NAMES
+            | SECRET_WORDS
+            | KEY_WORDS
+        )
+    )
+)
 
 
 def is_sensitive_name(name: str) -> bool:
     lower = name.lower()
+    if not _SENSITIVE_HINT.search(lower):
+        return False
     if lower.endswith(".gz") and len(lower) > 3 and is_sensitive_name(name[:-3]):
         return True  # a gzipped copy is as sensitive: `server.key.gz`, `passwords.txt.gz`
-    if lower in SENSITIVE_DIR_NAMES:
+    if lower in SENSITIVE_DIR_NAMES or lower in _SENSITIVE_EXACT:
+        return True
+    if lower.startswith(_SENSITIVE_PREFIXES) or lower.endswith(_SENSITIVE_SUFFIXES):
         return True
     if _SENSITIVE_NAME_RE.match(lower):
         return True
@@ -236,6 +294,25 @@ def resolve_inside(knowledge_dir: Path, rel_path: str) -> Path:
     return real
 
 
+class WalkedFile(NamedTuple):
+    """A file walk_stats yielded: a FileEntry's facts with the path still a string (a Path
+    object per file cost more than its stat call on a no-op resync, which needs Paths only
+    for the files that changed). A NamedTuple: immutable, and a quarter of a frozen
+    dataclass's construction cost, paid once per walked file."""
+
+    rel_path: str
+    abs_path: str
+    size: int
+    mtime_ns: int
+    dev: int
+    ino: int
+
+    def entry(self) -> FileEntry:
+        return FileEntry(
+            self.rel_path, Path(self.abs_path), self.size, self.mtime_ns, self.dev, self.ino
+        )
+
+
 def walk_files(
     knowledge_dir: Path,
     suffixes: frozenset[str],
@@ -250,6 +327,17 @@ def walk_files(
     non-UTF-8 names (they cannot be stored); `excluded(rel_path, is_dir)` applies the user's
     excludes (.ragignore, --exclude).
     """
+    for found in walk_stats(knowledge_dir, suffixes, scope, excluded):
+        yield found.entry() if isinstance(found, WalkedFile) else found
+
+
+def walk_stats(
+    knowledge_dir: Path,
+    suffixes: frozenset[str],
+    scope: str = "",
+    excluded: Callable[[str, bool], bool] | None = None,
+) -> Iterator[WalkedFile | SkippedEntry]:
+    """walk_files with each file as a WalkedFile (same files, order and skips)."""
     root = knowledge_dir.resolve()
     start = root / scope if scope else root
     if scope and _has_link_component(root, scope):
@@ -285,10 +373,11 @@ def walk_files(
             )
             continue
         subdirs: list[tuple[str, str]] = []
+        folder_ascii = folder_rel.isascii()  # an ASCII path always encodes: no check needed
         for entry in entries:
             name = entry.name
             rel = f"{folder_rel}/{name}" if folder_rel else name
-            if not _utf8_ok(rel):
+            if not (folder_ascii and name.isascii()) and not _utf8_ok(rel):
                 yield SkippedEntry(
                     _printable(rel), "file name is not valid UTF-8", SkipReason.BAD_NAME
                 )
@@ -336,7 +425,7 @@ def walk_files(
                     rel, "sensitive-looking name (keys, credentials, .env)", SkipReason.SENSITIVE
                 )
                 continue
-            yield FileEntry(rel, Path(entry.path), st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
+            yield WalkedFile(rel, entry.path, st.st_size, st.st_mtime_ns, st.st_dev, st.st_ino)
         stack.extend(reversed(subdirs))
 
 

@@ -9,6 +9,7 @@ keeps what was indexed from it. It reads the index and walks the folder, and wri
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from pathlib import Path
 from helpers.extract import registry as extractors
 from helpers.extract.blocks import file_too_large
 from helpers.lexical.common import STAGING_PATH_PREFIX
-from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_files
+from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_stats
 from helpers.secrets import DETECTOR_VERSION
 from helpers.skips import SkipReason
 from helpers.text.chunking import CHUNK_SCHEME
@@ -41,7 +42,18 @@ class SyncPlan:
     unchanged: int = 0
     skipped: list[SkippedEntry] = field(default_factory=list)
     removed: list[tuple[int, str]] = field(default_factory=list)  # (document id, path)
-    existing: dict[str, ExistingDoc] = field(default_factory=dict)
+    existing: dict[str, ExistingDoc] = field(default_factory=dict)  # the candidates' old rows
+
+
+# What the comparison needs of every document, as plain tuples: (path, id, size, mtime_ns,
+# kept, format_version), `kept` = indexed with the current chunk scheme and secrets detector.
+# The rest of a row is read only for the files that will be read (_existing_doc).
+_STORED = (
+    "SELECT path, id, size, mtime_ns, "
+    "chunk_scheme = ? AND status = 'indexed' AND detector_version = ?, format_version "
+    "FROM documents"
+)
+StoredRow = tuple[str, int, int, int, int, int]
 
 
 def plan_sync(
@@ -52,47 +64,31 @@ def plan_sync(
     excluded: Callable[[str, bool], bool] | None = None,
 ) -> SyncPlan:
     """Compare the folder with the index by size + mtime_ns (hashes only for what changed).
-    Files over `max_file_bytes` and `excluded` ones are skipped: their old rows go."""
+    Files over `max_file_bytes` and `excluded` ones are skipped: their old rows go.
+
+    One read of every documents row as a plain tuple, one walk, and objects (a Path, an
+    ExistingDoc) only for the files that will be read: a no-op resync of 100,000 files costs
+    little more than the walk (bench/bench_noop_resync.py)."""
     plan = SyncPlan()
-    for row in conn.execute(
-        "SELECT id, path, size, mtime_ns, sha256, chunk_scheme, status, detector_version, "
-        "format_version FROM documents"
-    ):
-        if row["path"].startswith(STAGING_PATH_PREFIX):
-            continue  # a staged or retired copy, never a file (discarded by sync_files)
-        if in_scope(row["path"], scope):
-            plan.existing[row["path"]] = ExistingDoc(
-                row["id"],
-                row["size"],
-                row["mtime_ns"],
-                row["sha256"],
-                row["chunk_scheme"],
-                row["status"],
-                row["detector_version"],
-                row["format_version"] == extractors.format_version(row["path"]),
-            )
+    stored = _stored_rows(conn, scope)
+    versions: dict[str, int] = {}  # suffix -> its format's current reader version
     seen: set[str] = set()
-    for entry in walk_files(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
-        if isinstance(entry, SkippedEntry):
-            plan.skipped.append(entry)
+    for found in walk_stats(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
+        if isinstance(found, SkippedEntry):
+            plan.skipped.append(found)
             continue
-        if max_file_bytes is not None and entry.size > max_file_bytes:
-            plan.skipped.append(too_large_skip(entry, max_file_bytes))
+        if max_file_bytes is not None and found.size > max_file_bytes:
+            plan.skipped.append(too_large_skip(found.entry(), max_file_bytes))
             continue
-        seen.add(entry.rel_path)
-        old = plan.existing.get(entry.rel_path)
-        if (
-            old is not None
-            and old.size == entry.size
-            and old.mtime_ns == entry.mtime_ns
-            and old.chunk_scheme == CHUNK_SCHEME
-            and old.status == "indexed"
-            and old.detector_version == DETECTOR_VERSION
-            and old.reader_current
-        ):
+        rel = found.rel_path
+        seen.add(rel)
+        row = stored.get(rel)
+        if row is not None and _unchanged(row, found.size, found.mtime_ns, versions):
             plan.unchanged += 1
-        else:
-            plan.candidates.append(entry)
+            continue
+        plan.candidates.append(found.entry())
+        if row is not None:
+            plan.existing[rel] = _existing_doc(conn, row, versions)
     # A folder or file that could not be read is not gone: keep what was indexed from it.
     unreadable = [
         "" if s.rel_path == "." else s.rel_path
@@ -100,11 +96,56 @@ def plan_sync(
         if s.kind == SkipReason.UNREADABLE or (s.kind == SkipReason.SYMLINK and s.rel_path == scope)
     ]
     plan.removed = [
-        (doc.id, path)
-        for path, doc in plan.existing.items()
+        (row[1], path)
+        for path, row in stored.items()
         if path not in seen and not any(in_scope(path, u) for u in unreadable)
     ]
     return plan
+
+
+def _stored_rows(conn: sqlite3.Connection, scope: str) -> dict[str, StoredRow]:
+    """Every document in `scope` by path; staged or retired copies are never files (sync_files
+    discards them)."""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # plain tuples, read by position
+    rows = cursor.execute(_STORED, (CHUNK_SCHEME, DETECTOR_VERSION))
+    return {
+        row[0]: row
+        for row in rows
+        if not row[0].startswith(STAGING_PATH_PREFIX) and (not scope or in_scope(row[0], scope))
+    }
+
+
+def _reader_version(path: str, versions: dict[str, int]) -> int:
+    """The current reader version of `path`'s format: it depends on the suffix only."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix not in versions:
+        versions[suffix] = extractors.format_version(path)
+    return versions[suffix]
+
+
+def _unchanged(row: StoredRow, size: int, mtime_ns: int, versions: dict[str, int]) -> bool:
+    """Same size and mtime, indexed with the current chunk scheme, detector and reader."""
+    path, _id, old_size, old_mtime, kept, version = row
+    return (
+        old_size == size
+        and old_mtime == mtime_ns
+        and bool(kept)
+        and version == _reader_version(path, versions)
+    )
+
+
+def _existing_doc(
+    conn: sqlite3.Connection, row: StoredRow, versions: dict[str, int]
+) -> ExistingDoc:
+    """The whole stored record of a document whose file will be read."""
+    found = conn.execute(
+        "SELECT id, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
+        "FROM documents WHERE id = ?",
+        (row[1],),
+    ).fetchone()
+    current = row[5] == _reader_version(row[0], versions)
+    return ExistingDoc(*tuple(found), reader_current=current)
 
 
 def too_large_skip(entry: FileEntry, max_file_bytes: int) -> SkippedEntry:

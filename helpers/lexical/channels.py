@@ -17,7 +17,7 @@ from helpers.lexical.common import (
     fts_phrase,
     section_ids,
 )
-from helpers.lexical.query_terms import TRIGRAM_MIN_CHARS, TermGroup
+from helpers.lexical.query_terms import TRIGRAM_FORM_MAX_CHARS, TRIGRAM_MIN_CHARS, TermGroup
 from helpers.store.batched import rows_in
 from helpers.text.cjk import is_hangul
 from helpers.text.normalize import has_thai
@@ -55,6 +55,15 @@ SHORT_RERANK_DEPTH = 400  # candidates of the other channels a mixed query's sho
 # query a one- or two-letter word ("C", "10") is incidental (bench/RESULTS.md "Lexical channel
 # ablation").
 SHORT_MIXED_MAX_GROUPS = 4
+# An unspaced (Thai, CJK) query is looked for as one trigram phrase of at most this many
+# characters: one posting list per trigram, and a pasted paragraph has a thousand of them.
+# Longer than any real question seen (bench/notes/s-scale.md).
+PHRASE_MAX_CHARS = 200
+LONG_TERM_NOTE = (
+    f"a term over {TRIGRAM_FORM_MAX_CHARS} characters was searched by its first "
+    f"{TRIGRAM_FORM_MAX_CHARS}"
+)
+LONG_PHRASE_NOTE = f"the phrase was searched by its first {PHRASE_MAX_CHARS} characters"
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -191,6 +200,8 @@ def _bm25(ctx: SearchContext) -> ChannelResult:
     forms = [f for g in groups for f in g.substrings()]
     if not forms:
         return ChannelResult("bm25", [])
+    if any(g.cut for g in groups):
+        ctx.cut_short("bm25", LONG_TERM_NOTE)
     ranked = ctx.ranked_match("chunks_fts", fts_any(forms))
     return ChannelResult("bm25", ranked, len(groups) / len(ctx.query.content))
 
@@ -255,7 +266,9 @@ def _phrase_hits(ctx: SearchContext) -> list[tuple[int, float]]:
         forms = [f for f in dict.fromkeys(forms) if len(f) >= TRIGRAM_MIN_CHARS]
         if not forms:
             return []
-        return ctx.ranked_match("chunks_fts", fts_any(forms))
+        if any(len(f) > PHRASE_MAX_CHARS for f in forms):
+            ctx.cut_short("exact", LONG_PHRASE_NOTE)
+        return ctx.ranked_match("chunks_fts", fts_any(f[:PHRASE_MAX_CHARS] for f in forms))
     words = [w for g in query.groups for w in _WORD.findall(g.text)]
     if len(words) < 2:
         return []
@@ -267,6 +280,8 @@ def _all_terms_hits(ctx: SearchContext, groups: tuple[TermGroup, ...]) -> list[t
         clauses = [fts_any(g.substrings(False)) for g in groups if g.substrings(False)]
         if len(clauses) < len(groups):
             return []
+        if any(g.cut for g in groups):
+            ctx.cut_short("exact", LONG_TERM_NOTE)
         match = " AND ".join(f"({c})" for c in clauses)
         return ctx.ranked_match("chunks_fts", match)
     match = " AND ".join(f"({' OR '.join(word_forms(g))})" for g in groups)

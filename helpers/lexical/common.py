@@ -99,6 +99,8 @@ class SearchContext:
     _cache: dict[str, ChannelResult] = field(default_factory=dict)
     # The query's words with the marks fold() drops: chunks with only unmarked forms rank last.
     marked: tuple[str, ...] = ()
+    # Channel -> what its bound cut short for this query (the response names the channels).
+    truncated: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Every channel filters through self.filters: staged rows are left out of all of them.
@@ -222,6 +224,17 @@ class SearchContext:
             )
             args = [match, *rank_params, depth]
         return [(row[0], -row[1]) for row in self.conn.execute(sql, args)]
+
+    def cut_short(self, channel: str, why: str) -> None:
+        """Record that `channel` searched less than the query asked for, and why."""
+        self.truncated.setdefault(channel, why)
+
+    def limits(self) -> dict[str, list[str]]:
+        """The SearchResult fields that say which channels were cut short, and why."""
+        return {
+            "truncated_channels": sorted(self.truncated),
+            "warnings": [f"{name}: {why}" for name, why in sorted(self.truncated.items())],
+        }
 
     def cached(self, key: str, compute: Callable[[], ChannelResult]) -> ChannelResult:
         """One computation per query of a result several channels build on."""

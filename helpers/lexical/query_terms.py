@@ -27,6 +27,11 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _WORD_CHARS = re.compile(r"^[^\W_]+$")
 TRIGRAM_MIN_CHARS = 3  # FTS5 trigram cannot match shorter terms (they silently match nothing)
 MAX_GROUPS = 32  # a pasted paragraph is cut here: more terms add cost, not precision
+# A substring (trigram) form is searched by at most its first TRIGRAM_FORM_MAX_CHARS characters:
+# FTS5 reads one posting list per trigram of a phrase, so a run like "inginging..." of common
+# trigrams cost seconds, while a longer prefix names hardly fewer chunks (a superset is found
+# and ranked). Longer than any real word or identifier seen in queries (bench/notes/s-scale.md).
+TRIGRAM_FORM_MAX_CHARS = 64
 
 _QUESTION_TEXT = """
 are can could did do does how is may might shall should was were what when where which who
@@ -54,9 +59,19 @@ class TermGroup:
     def joined(self) -> str:
         return "".join(self.parts) if self.parts else self.text
 
+    @property
+    def cut(self) -> bool:
+        """Whether substrings() shortens one of its forms (TRIGRAM_FORM_MAX_CHARS)."""
+        return any(len(f) > TRIGRAM_FORM_MAX_CHARS for f in self._forms(True))
+
     def substrings(self, recall: bool = True) -> tuple[str, ...]:
         """Forms a substring (trigram) search may look for, most specific first; `recall=False`
-        leaves out the looser `extra` forms (for "contains this word" tests)."""
+        leaves out the looser `extra` forms (for "contains this word" tests); each is cut to
+        TRIGRAM_FORM_MAX_CHARS."""
+        forms = (f[:TRIGRAM_FORM_MAX_CHARS] for f in self._forms(recall))
+        return tuple(dict.fromkeys(f for f in forms if len(f) >= TRIGRAM_MIN_CHARS))
+
+    def _forms(self, recall: bool) -> list[str]:
         forms = [self.text, *self.spellings]
         if self.parts:
             forms += ["".join(self.parts), " ".join(self.parts), "_".join(self.parts)]
@@ -64,7 +79,7 @@ class TermGroup:
             forms.append(self.stem)
         if recall:
             forms += self.extra
-        return tuple(dict.fromkeys(f for f in forms if len(f) >= TRIGRAM_MIN_CHARS))
+        return forms
 
 
 @dataclass(frozen=True)
