@@ -80,16 +80,25 @@ def _section_texts(conn: sqlite3.Connection, sections: list[int]) -> list[str]:
     return [section_text(rows[sec]) for sec in sections if sec in rows]
 
 
-def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str) -> None:
+def eval_inputs(
+    golden: Path, docs: Path, data_dir: Path, model_dir: str, mode: str
+) -> tuple[object, object, list]:
+    """rag_eval's parsed arguments, config and golden queries for one set (shared by the
+    offline-replay benches)."""
     import rag_eval
-    import rag_service
 
     args = rag_eval._parser().parse_args(
         [str(golden), "--knowledge-dir", str(docs), "--data-dir", str(data_dir)]
-        + ["--semantic-model-dir", model_dir, "--mode", "hybrid", "--semantic", "on"]
+        + ["--semantic-model-dir", model_dir, "--mode", mode, "--semantic", "on"]
     )
     config = rag_eval.config_from_args(args)
-    gold = rag_eval.load_golden(args.golden, config.knowledge_dir)
+    return args, config, rag_eval.load_golden(args.golden, config.knowledge_dir)
+
+
+def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str) -> None:
+    import rag_service
+
+    args, config, gold = eval_inputs(golden, docs, data_dir, model_dir, "hybrid")
     seen: dict[str, object] = {}
     real_proximity, real_mix = rag_search.section_proximity, fusion.mix
 

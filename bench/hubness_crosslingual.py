@@ -37,16 +37,12 @@ TOP_HITS = 30
 
 
 def capture(golden: Path, docs: Path, data_dir: Path, out: Path, model_dir: str) -> None:
-    import rag_eval
+    from fusion_share_ablation import eval_inputs
+
     import rag_service
     from helpers.semantic import hubness, hubness_store
 
-    args = rag_eval._parser().parse_args(
-        [str(golden), "--knowledge-dir", str(docs), "--data-dir", str(data_dir)]
-        + ["--semantic-model-dir", model_dir, "--mode", "semantic", "--semantic", "on"]
-    )
-    config = rag_eval.config_from_args(args)
-    gold = rag_eval.load_golden(args.golden, config.knowledge_dir)
+    args, config, gold = eval_inputs(golden, docs, data_dir, model_dir, "semantic")
     seen: dict[str, list] = {}
     real_distinct = rag_search.distinct_candidates
 
