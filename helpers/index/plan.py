@@ -21,6 +21,7 @@ from helpers.lexical.common import STAGING_PATH_PREFIX
 from helpers.safety import FileEntry, SkippedEntry, in_scope, walk_stats
 from helpers.secrets import DETECTOR_VERSION
 from helpers.skips import SkipReason
+from helpers.store.batched import rows_in
 from helpers.text.chunking import CHUNK_SCHEME
 
 
@@ -73,6 +74,7 @@ def plan_sync(
     stored = _stored_rows(conn, scope)
     versions: dict[str, int] = {}  # suffix -> its format's current reader version
     seen: set[str] = set()
+    changed: list[StoredRow] = []  # stored rows of the files that will be read, in walk order
     for found in walk_stats(knowledge_dir, extractors.SUPPORTED_SUFFIXES, scope, excluded):
         if isinstance(found, SkippedEntry):
             plan.skipped.append(found)
@@ -88,7 +90,8 @@ def plan_sync(
             continue
         plan.candidates.append(found.entry())
         if row is not None:
-            plan.existing[rel] = _existing_doc(conn, row, versions)
+            changed.append(row)
+    plan.existing = _existing_docs(conn, changed, versions)
     # A folder or file that could not be read is not gone: keep what was indexed from it.
     unreadable = [
         "" if s.rel_path == "." else s.rel_path
@@ -135,17 +138,26 @@ def _unchanged(row: StoredRow, size: int, mtime_ns: int, versions: dict[str, int
     )
 
 
-def _existing_doc(
-    conn: sqlite3.Connection, row: StoredRow, versions: dict[str, int]
-) -> ExistingDoc:
-    """The whole stored record of a document whose file will be read."""
-    found = conn.execute(
-        "SELECT id, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
-        "FROM documents WHERE id = ?",
-        (row[1],),
-    ).fetchone()
-    current = row[5] == _reader_version(row[0], versions)
-    return ExistingDoc(*tuple(found), reader_current=current)
+def _existing_docs(
+    conn: sqlite3.Connection, rows: list[StoredRow], versions: dict[str, int]
+) -> dict[str, ExistingDoc]:
+    """The whole stored records of the documents whose files will be read, by path (one
+    batched read)."""
+    full = {
+        found[0]: tuple(found)
+        for found in rows_in(
+            conn,
+            "SELECT id, size, mtime_ns, sha256, chunk_scheme, status, detector_version "
+            "FROM documents WHERE id IN ({marks})",
+            [row[1] for row in rows],
+        )
+    }
+    return {
+        row[0]: ExistingDoc(
+            *full[row[1]], reader_current=row[5] == _reader_version(row[0], versions)
+        )
+        for row in rows
+    }
 
 
 def too_large_skip(entry: FileEntry, max_file_bytes: int) -> SkippedEntry:
