@@ -60,16 +60,10 @@ from helpers.ranking.confidence import coverage
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     HUB_PRIOR,
-    HYBRID_LEXICAL_BASE,
-    HYBRID_MARGIN_GAIN,
-    HYBRID_SHARE_BOUNDS,
     RRF_K,
-    SEMANTIC_CHILD_COUNT,
-    SEMANTIC_CHILD_SHARE,
     SEMANTIC_DISTINCT,
     TIE_WINDOW_PER_HIT,
 )
-from helpers.ranking.fusion import hybrid_share, lexical_evidence
 from helpers.results import ChannelRank, Hit, MatchedChild, SearchResult, TopMatch
 from helpers.store.batched import rows_in
 from helpers.store.codec import child_location, section_text, text_digest
@@ -78,20 +72,13 @@ from helpers.store.open_index import read_conn, read_only_reason
 __all__ = [
     "CHANNEL_DEPTH",
     "CHANNEL_WEIGHTS",
-    "HYBRID_LEXICAL_BASE",
-    "HYBRID_MARGIN_GAIN",
-    "HYBRID_SHARE_BOUNDS",
     "LEXICAL_CHANNELS",
     "RRF_K",
-    "SEMANTIC_CHILD_COUNT",
-    "SEMANTIC_CHILD_SHARE",
     "ChannelResult",
     "Filters",
     "Query",
     "SearchOptions",
     "fts_phrase",
-    "hybrid_share",
-    "lexical_evidence",
     "rrf_fuse",
     "run",
     "search",
@@ -226,7 +213,7 @@ def hybrid_fuse(
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
-    the lexical share chosen per query (hybrid_share).
+    the lexical share chosen per query (fusion.hybrid_share).
 
     Fusing per section, not per chunk, lets the two sides agree when they picked different
     chunks of the same passage. Each side keeps its best chunk per section; the section is
@@ -236,7 +223,7 @@ def hybrid_fuse(
     but when only hubs hold the query's words it keeps the full lexical weight.
     """
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
-    evidence = lexical_evidence(lexical)
+    evidence = fusion.lexical_evidence(lexical)
     if proximity_of is not None:  # words that stand together (helpers.lexical.proximity)
         ordered = sorted(evidence, key=lambda cid: (-evidence[cid], cid))
         evidence = scaled_evidence(evidence, proximity_of(ordered))

@@ -29,6 +29,7 @@ from helpers.lexical import channels as lexical_channels  # noqa: E402
 from helpers.lexical import common as lexical_common  # noqa: E402
 from helpers.lexical import filename as lexical_filename  # noqa: E402
 from helpers.lexical.common import ChannelResult  # noqa: E402
+from helpers.ranking import fusion  # noqa: E402
 
 DEPTH_CAPTURED = 400
 TOP_HITS = 30  # rag_eval asks for 30 hits (10 documents x 3)
@@ -119,14 +120,14 @@ def fuse(
     mode: str,
     hub: float = rag_search.HUB_PRIOR,
     depth: int = 100,
-    base: float = rag_search.HYBRID_LEXICAL_BASE,
-    gain: float = rag_search.HYBRID_MARGIN_GAIN,
+    base: float = fusion.HYBRID_LEXICAL_BASE,
+    gain: float = fusion.HYBRID_MARGIN_GAIN,
     child_agg: float = 0.0,
     doc_agg: float = 0.0,
     fixed_share: float | None = None,
     lex_child_agg: float | None = None,
     sem_child_agg: float | None = None,
-    child_n: int = rag_search.SEMANTIC_CHILD_COUNT,
+    child_n: int = fusion.SEMANTIC_CHILD_COUNT,
     distinct_margin: bool = False,
     floor_rank: int = 0,
     per_size: bool = True,
@@ -149,9 +150,7 @@ def fuse(
         hubs = data["hubs"] if hub > 0 else {}
         lex_agg = child_agg if lex_child_agg is None else lex_child_agg
         sem_agg = (
-            (child_agg or rag_search.SEMANTIC_CHILD_SHARE)
-            if sem_child_agg is None
-            else sem_child_agg
+            (child_agg or fusion.SEMANTIC_CHILD_SHARE) if sem_child_agg is None else sem_child_agg
         )
         by_section = _hybrid(
             lexical,
@@ -246,7 +245,7 @@ def _hybrid(
     sizes=None,
 ):  # type: ignore[no-untyped-def]
     lex_agg, sem_agg, child_n = child_agg
-    evidence = rag_search.lexical_evidence(lexical)
+    evidence = fusion.lexical_evidence(lexical)
     lex: dict[int, list[float]] = {}
     for cid, value in evidence.items():
         sec = chunk_section.get(cid)
@@ -287,14 +286,15 @@ def _hybrid(
         lexical_best = _lowered(lexical_best, hubs, hub)
         cosine_best = _lowered(cosine_best, hubs, hub)
     if fixed_share is None:
-        old = rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN
-        rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN = base, gain
+        # hybrid_share reads the constants from its own module (helpers.ranking.fusion)
+        old = fusion.HYBRID_LEXICAL_BASE, fusion.HYBRID_MARGIN_GAIN
+        fusion.HYBRID_LEXICAL_BASE, fusion.HYBRID_MARGIN_GAIN = base, gain
         lex_values, sem_values = list(lexical_best.values()), list(cosine_best.values())
         if distinct:  # the top-2 gap over distinct scores: tied copies do not hide a margin
             lex_values = list({round(v, 9) for v in lex_values})
             sem_values = list({round(v, 9) for v in sem_values})
-        share = rag_search.hybrid_share(lex_values, sem_values)
-        rag_search.HYBRID_LEXICAL_BASE, rag_search.HYBRID_MARGIN_GAIN = old
+        share = fusion.hybrid_share(lex_values, sem_values)
+        fusion.HYBRID_LEXICAL_BASE, fusion.HYBRID_MARGIN_GAIN = old
     else:
         share = fixed_share
     combined = {s: share * v for s, v in lexical_best.items()}

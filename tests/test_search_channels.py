@@ -13,6 +13,11 @@ import rag_search
 import rag_service
 from helpers.config import Config
 from helpers.ranking import fusion
+from helpers.ranking.constants import (
+    HYBRID_LEXICAL_BASE,
+    HYBRID_SHARE_BOUNDS,
+    SEMANTIC_CHILD_COUNT,
+)
 from helpers.store import index_db
 
 FILES = {
@@ -304,12 +309,12 @@ def test_hybrid_without_lexical_hits_follows_the_cosines():
 
 
 def test_hybrid_leans_on_the_side_whose_top_section_stands_out():
-    decisive_words = rag_search.hybrid_share([1.0, 0.2, 0.1], [1.0, 0.97, 0.95])
-    decisive_meaning = rag_search.hybrid_share([1.0, 0.98, 0.9], [1.0, 0.4, 0.3])
-    assert decisive_words > rag_search.HYBRID_LEXICAL_BASE > decisive_meaning
-    low, high = rag_search.HYBRID_SHARE_BOUNDS
-    assert low <= rag_search.hybrid_share([1.0], [1.0, 0.0]) <= high  # bounded either way
-    assert rag_search.hybrid_share([1.0, 0.0], [1.0, 1.0]) <= high
+    decisive_words = fusion.hybrid_share([1.0, 0.2, 0.1], [1.0, 0.97, 0.95])
+    decisive_meaning = fusion.hybrid_share([1.0, 0.98, 0.9], [1.0, 0.4, 0.3])
+    assert decisive_words > HYBRID_LEXICAL_BASE > decisive_meaning
+    low, high = HYBRID_SHARE_BOUNDS
+    assert low <= fusion.hybrid_share([1.0], [1.0, 0.0]) <= high  # bounded either way
+    assert fusion.hybrid_share([1.0, 0.0], [1.0, 1.0]) <= high
 
 
 def test_hybrid_semantic_side_counts_a_sections_further_matching_children_a_little():
@@ -326,7 +331,7 @@ def test_hybrid_semantic_side_counts_a_sections_further_matching_children_a_litt
     # The count is bounded: children past SEMANTIC_CHILD_COUNT add nothing.
     many = {**sections, 24: 2, 25: 2}
     more = [*semantic[:4], (24, 0.847), (25, 0.846), *semantic[4:]]
-    assert rag_search.SEMANTIC_CHILD_COUNT == 2
+    assert SEMANTIC_CHILD_COUNT == 2
     with_more = [(c, round(v, 12)) for c, v, _ in _hybrid([("words", [])], more, many)]
     assert with_more == [(c, round(v, 12)) for c, v, _ in fused]
 
