@@ -15,6 +15,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from helpers.ranking.constants import COSINE_MIN
+
 # Vectors closer than this are the same text (fp16 round trip: cosine error <= 4e-5): a chunk
 # and its byte-identical copies are not each other's neighbours.
 SAME_TEXT_COSINE = 0.999
@@ -64,12 +66,11 @@ WEIGHT = 1.0
 # The correction applies in full when the query's best cosine is at most WEAK_COSINE and not at
 # all from STRONG_COSINE up, linearly between: hubs take the first places when a query is far
 # from every text (nothing matches it well), while a query with any real match is ranked by it.
-# STRONG_COSINE is the confidence band's weak semantic evidence (helpers.ranking.constants.
-# COSINE_MIN): above it the semantic side has a match and the correction only reshuffles it.
-# Weight and lower bound chosen leave-one-set-out over five cross-lingual sets
-# (bench/notes/x-fuse.md "Hubness gate").
+# STRONG_COSINE is the confidence band's weak semantic evidence: above it the semantic side has
+# a match and the correction only reshuffles it. Weight and lower bound chosen leave-one-set-out
+# over five cross-lingual sets (bench/notes/x-fuse.md "Hubness gate").
 WEAK_COSINE = 0.80
-STRONG_COSINE = 0.84
+STRONG_COSINE = COSINE_MIN
 
 
 def weight_for(top_cosine: float, weight: float | None = None) -> float:
