@@ -245,16 +245,26 @@ def table(paths: list[Path]) -> None:
         print(f"  held out {d['set']}: chose {_label(best)}, {held}")
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def replay_parser(
+    doc: str, with_model: tuple[str, ...], without_model: tuple[str, ...] = ()
+) -> argparse.ArgumentParser:
+    """The offline-replay benches' command line: each capture-like command takes a set
+    (golden, docs, data dir, output file; the model dir for those in `with_model`), `table` the
+    captured pickles."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
-    cap = sub.add_parser("capture")
-    for name in ("golden", "docs", "data_dir", "out"):
-        cap.add_argument(name, type=Path)
-    cap.add_argument("--semantic-model-dir", required=True)
-    tab = sub.add_parser("table")
-    tab.add_argument("pickles", type=Path, nargs="+")
-    args = parser.parse_args(argv)
+    for command in (*with_model, *without_model):
+        cmd = sub.add_parser(command)
+        for name in ("golden", "docs", "data_dir", "out"):
+            cmd.add_argument(name, type=Path)
+        if command in with_model:
+            cmd.add_argument("--semantic-model-dir", required=True)
+    sub.add_parser("table").add_argument("pickles", type=Path, nargs="+")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = replay_parser(__doc__, ("capture",)).parse_args(argv)
     if args.cmd == "capture":
         capture(args.golden, args.docs, args.data_dir, args.out, args.semantic_model_dir)
     else:

@@ -20,7 +20,6 @@ elsewhere is not replayed: those rows count the no-hit queries only).
 
 from __future__ import annotations
 
-import argparse
 import pickle
 import sqlite3
 import statistics
@@ -203,18 +202,9 @@ def table(paths: list[Path]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    cap = sub.add_parser("capture")
-    for name in ("golden", "docs", "data_dir", "out"):
-        cap.add_argument(name, type=Path)
-    cap.add_argument("--semantic-model-dir", required=True)
-    flg = sub.add_parser("flags")
-    for name in ("golden", "docs", "data_dir", "out"):
-        flg.add_argument(name, type=Path)
-    tab = sub.add_parser("table")
-    tab.add_argument("pickles", type=Path, nargs="+")
-    args = parser.parse_args(argv)
+    from fusion_share_ablation import replay_parser
+
+    args = replay_parser(__doc__, ("capture",), ("flags",)).parse_args(argv)
     if args.cmd == "capture":
         capture(args.golden, args.docs, args.data_dir, args.out, args.semantic_model_dir)
     elif args.cmd == "flags":
