@@ -7,11 +7,16 @@ neither imports the other's module to open a transaction; index_db re-exports bo
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from helpers.store.read_only import BUSY_TIMEOUT_MS, closed_on_error, connect_uri
+
+# Pause between tries of the WAL switch: short beside the busy timeout, long beside the switch.
+WAL_RETRY_PAUSE_S = 0.02
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
 
 
 def connect(
@@ -36,12 +41,28 @@ def connect(
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
         if not readonly:
-            conn.execute("PRAGMA journal_mode = WAL")
+            _use_wal(conn, busy_timeout_ms)
             conn.execute("PRAGMA synchronous = NORMAL")
             # Deleted rows and freed pages are overwritten with zeros: a redacted or removed
             # secret does not linger in the file's free space (purge_removed_text does the FTS).
             conn.execute("PRAGMA secure_delete = ON")
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
+    """PRAGMA journal_mode = WAL, tried again until the busy timeout: while another process
+    switches a new file to WAL at the same moment, SQLite returns "database is locked" at once,
+    without its busy handler (seen with eight processes opening one new index)."""
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+            if code not in (_SQLITE_BUSY, _SQLITE_LOCKED) or time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_PAUSE_S)
 
 
 @contextmanager
