@@ -1,13 +1,14 @@
 """Build a Japanese or Chinese man-page eval set the way shared/eval/manru was built.
 
-    python bench/build_man_eval.py OUT --lang ja|zh [--man-root DIR] [--limit 400]
+    python bench/build_man_eval.py OUT --lang ja|zh|zh-tw [--man-root DIR] [--limit 400]
 
 The query is the NAME-line description of a man page (`ls \\- ディレクトリの内容をリスト表示する`
 gives `ディレクトリの内容をリスト表示する`); the relevant document is that page with its NAME
 section removed, one relevant document per query. Pages come from Debian's `manpages-ja`
-(/usr/share/man/ja) or `manpages-zh` (/usr/share/man/zh_CN, simplified Chinese; zh_TW holds the
-same pages in traditional characters and is left out so no page is there twice). Without
---man-root the package is fetched with `apt-get download` and unpacked with `dpkg -x`.
+(/usr/share/man/ja) or `manpages-zh` (/usr/share/man/zh_CN, simplified Chinese; `--lang zh-tw`
+takes /usr/share/man/zh_TW, the same pages in traditional characters: a check of the script, not
+a second independent set). Without --man-root the package is fetched with `apt-get download`
+and unpacked with `dpkg -x`.
 
 A page is rendered to one line of plain text as the manru docs are: roff requests dropped,
 macro arguments kept, escapes resolved, whitespace collapsed; source lines are joined without a
@@ -31,7 +32,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGES = {"ja": ("manpages-ja", "ja"), "zh": ("manpages-zh", "zh_CN")}
+PACKAGES = {
+    "ja": ("manpages-ja", "ja"),
+    "zh": ("manpages-zh", "zh_CN"),
+    "zh-tw": ("manpages-zh", "zh_TW"),  # the zh_CN pages in traditional characters
+}
 DEFAULT_LIMIT = 400  # 300-500 queries, the size of the other public sets
 MIN_CJK = 2  # a description with fewer Han/Kana characters is untranslated
 MIN_BODY_CJK = 50  # a body with fewer is an untranslated page with a translated NAME line
@@ -241,7 +246,7 @@ def build(out: Path, lang: str, man_root: Path | None, limit: int) -> dict:
     for page in chosen:
         (docs / f"{page.page_id}.md").write_text(page.body + "\n", encoding="utf-8")
     golden = {
-        "name": f"man{lang}",
+        "name": f"man{lang.replace('-', '')}",
         "queries": [
             {"id": p.page_id, "query": p.description, "relevant": [f"{p.page_id}.md"], "lang": lang}
             for p in chosen
