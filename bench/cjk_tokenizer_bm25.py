@@ -19,6 +19,7 @@ unidic-lite janome jieba rjieba):
     janome[-base]               janome, surface or base_form (-base)
     jieba[-search]              jieba.cut (HMM on) or jieba.cut_for_search
     rjieba[-search]             rjieba (jieba-rs binding: the same dictionary, in a wheel)
+    NAME+bigram                 the dictionary tokens and the bigrams, both in one row
 
 --fuse takes a `rag_eval.py --details --k 10 --json` report of our search on the same set and adds
 the reciprocal-rank fusion (RRF_K) of our document list with this BM25 list: what a channel of
@@ -222,10 +223,14 @@ def main(argv: list[str] | None = None) -> int:
     documents = textbook_bm25.read_documents(args.data_dir / "index.sqlite3")
     lang = golden["queries"][0].get("lang", "und")
     started = time.perf_counter()
-    if args.tokenizer == "bigram":
+    name, _, plus = args.tokenizer.partition("+")
+    if name == "bigram":
         tokens = textbook_bm25.tokenizer(lang)
+    elif plus == "bigram":
+        words, pairs = dictionary_tokens(segmenter(name)), textbook_bm25.tokenizer(lang)
+        tokens = lambda text: words(text) + pairs(text)  # noqa: E731
     else:
-        tokens = dictionary_tokens(segmenter(args.tokenizer))
+        tokens = dictionary_tokens(segmenter(name))
     tokens("テスト 测试")  # the first call loads what the tokenizer loads lazily
     load_s = time.perf_counter() - started
     ranked, cost = rank_documents(golden, documents, tokens)
