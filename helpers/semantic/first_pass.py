@@ -82,6 +82,8 @@ class FirstPass:
 
     @classmethod
     def build(cls, warm: WarmGeneration, threads: int, factory: str = FACTORY) -> FirstPass:
+        # faiss's loader logs every CPU-specific build it looks for and does not ship, at INFO.
+        logging.getLogger("faiss.loader").setLevel(logging.WARNING)
         import faiss
 
         t0 = time.perf_counter()
