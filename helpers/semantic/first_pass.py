@@ -34,11 +34,11 @@ log = logging.getLogger(__name__)
 MIN_VECTORS = 100_000
 # Candidates rescored per requested hit: at least CANDIDATES_PER_HIT, and more as the generation
 # grows, PER_HIT_PER_SQRT_N * sqrt(n) (the candidates that held recall@400 >= 0.99 grew like
-# sqrt(n) from 13k real to 1M synthetic vectors: bench/notes/v-index.md "Candidates").
+# sqrt(n) from 13k real to 1M synthetic vectors: bench/notes/v-index.md, section 2).
 CANDIDATES_PER_HIT = 8
 PER_HIT_PER_SQRT_N = 0.06
-# faiss factory string: RaBitQ fast-scan codes, one bit a dimension (two bits found the same
-# rows in 8x fewer candidates but took 8x longer to build: bench/notes/v-index.md "Codes").
+# faiss factory string: RaBitQ fast-scan codes, one bit a dimension (two bits need far fewer
+# candidates but build several times slower: bench/notes/v-index.md "Rejected on the way").
 FACTORY = "RaBitQfs"
 QUERY_BITS = 8  # the query's own quantisation in the estimator (faiss's qb)
 TRAIN_SAMPLE = 16_384  # RaBitQ trains only the centroid: an evenly spaced sample of rows
