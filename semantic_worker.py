@@ -2,7 +2,7 @@
 ours only helpers/ (tests/test_architecture.py checks both).
 
     python semantic_worker.py --model-dir DIR [--threads N] [--idle-seconds S] [--cache-dir D]
-                              [--preload-passages]
+                              [--preload-passages] [--first-pass-min-vectors N]
 
 JSON lines: one request per stdin line, one response per stdout line; logs go to stderr. Ops:
 info, embed, count_tokens, search, quit (`helpers.semantic.client.SemanticWorker` is the client).
@@ -10,7 +10,9 @@ Every failure is answered with {"ok": false, "error": ..., "hint": ...}, never a
 The ONNX sessions start loading when the process starts, before the first request arrives
 (with --preload-passages the passage tokenizer too: a sync spawns its build worker ahead).
 --cache-dir keeps what is worth keeping between runs: file hashes and the query tokenizer index;
-neither is needed, both are rebuilt when missing.
+neither is needed, both are rebuilt when missing. A warm worker (--idle-seconds) holds the last
+generation searched; from --first-pass-min-vectors vectors on it also holds its first-pass codes
+(helpers/semantic/first_pass.py) and scores exactly only their best candidates.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from helpers.semantic import allowed, vector_pack
+from helpers.semantic import first_pass, vector_pack, vector_stage
 from helpers.semantic.batching import plan_batches
 from helpers.semantic.lines import LineReader
 from helpers.semantic.model import (
@@ -462,6 +464,7 @@ class Worker:
         *,
         warm: bool = False,
         passages: bool = False,
+        first_pass_min_vectors: int | None = None,
     ) -> None:
         self.model_dir = model_dir
         self.threads = threads
@@ -470,6 +473,14 @@ class Worker:
         self._load: ModelLoad | None = None
         self._fingerprint: str | None = None
         self.scanner = vector_pack.GenerationScanner(keep_in_memory=warm)
+        self.first_pass = None  # a cold worker streams: it keeps no codes between requests
+        if warm:
+            self.first_pass = first_pass.FirstPassCache(
+                threads,
+                first_pass.MIN_VECTORS
+                if first_pass_min_vectors is None
+                else first_pass_min_vectors,
+            )
 
     def preload(self) -> None:
         """Start loading now, so the first request finds the sessions (nearly) ready."""
@@ -536,23 +547,20 @@ class Worker:
         vectors, _ = embedder.embed([query], "query")
         q = vectors[0].astype(np.float32)
         t1 = time.perf_counter()
-        top = vector_pack.TopK(top_k)
-        blocks = self.scanner.scan(
-            db,
-            generation,
-            request.get("fingerprint"),
-            embedder.info.dim,  # with a search filter only the rows it allows are scored
-            allowed.restricted(request, lambda ids, v: top.add(ids, embedder.scores(v, q))),
+        target = (db, generation, request.get("fingerprint"), embedder.info.dim)
+        stage = vector_stage.top_hits(
+            self.scanner,
+            self.first_pass,
+            request,
+            target,
+            q,
+            lambda v: embedder.scores(v, q),
+            top_k,
         )
-        t2 = time.perf_counter()
         log.info(
-            "search generation %s: embed %.0f ms, read+scan %.0f ms (%d blocks)",
-            generation,
-            (t1 - t0) * 1000,
-            (t2 - t1) * 1000,
-            blocks,
+            "search generation %s: embed %.0f ms, %s", generation, (t1 - t0) * 1000, stage.summary
         )
-        return {"ok": True, "hits": [[cid, round(score, 6)] for cid, score in top.result()]}
+        return {"ok": True, "hits": [[cid, round(score, 6)] for cid, score in stage.hits]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -572,6 +580,7 @@ def main(argv: list[str] | None = None) -> int:
         args.cache_dir,
         warm=args.idle_seconds is not None,
         passages=args.preload_passages,
+        first_pass_min_vectors=args.first_pass_min_vectors,
     )
     worker.preload()
     return serve(worker, LineReader(sys.stdin.fileno()), protocol_out, args.idle_seconds)

@@ -90,7 +90,11 @@ def semantic_children(ignore: frozenset[int] = frozenset()) -> list[int]:
     through /proc; `ignore` leaves out those an earlier test left (none should be)."""
     found = []
     for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:  # the thread ended since the listing (a worker's reader)
+            continue
+        for pid in children:
             try:
                 args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except FileNotFoundError:

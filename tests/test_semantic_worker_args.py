@@ -11,6 +11,7 @@ def test_the_command_the_client_builds_parses_back_to_the_same_options(tmp_path:
     for args in (
         WorkerArgs(tmp_path / "model"),
         WorkerArgs(tmp_path / "m", 3, tmp_path / "cache", 30.0, preload_passages=True),
+        WorkerArgs(tmp_path / "m", cache_dir=tmp_path, idle_seconds=5.0, first_pass_min_vectors=7),
     ):
         argv = args.command(Path("semantic_worker.py"))[2:]  # after the interpreter and script
         assert parse_worker_args(argv, "worker") == args

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 # A warm query worker per model serves a burst of searches (~50 ms each instead of ~1 s cold)
 # and exits by itself after this many idle seconds; the ML runtime never enters the server.
 WARM_IDLE_S = 300.0
+# Warm workers give generations of at least this many vectors a first pass; None leaves the
+# worker's own threshold (helpers.semantic.first_pass.MIN_VECTORS). Benches lower it to run the
+# eval sets through the first pass (bench/bench_first_pass_eval.py).
+FIRST_PASS_MIN_VECTORS: int | None = None
 _warm_lock = threading.Lock()
 _warm_workers: dict[Path, SemanticWorker] = {}
 
@@ -62,7 +66,11 @@ def query_candidates(
         worker = _warm_workers.get(model_dir)
         if worker is None or not worker.is_running:
             worker = SemanticWorker(
-                model_dir, log_path=log_path, cache_dir=cache_dir, idle_seconds=WARM_IDLE_S
+                model_dir,
+                log_path=log_path,
+                cache_dir=cache_dir,
+                idle_seconds=WARM_IDLE_S,
+                first_pass_min_vectors=FIRST_PASS_MIN_VECTORS,
             )
             _warm_workers[model_dir] = worker
         hits = query(

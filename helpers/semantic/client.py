@@ -85,6 +85,7 @@ class SemanticWorker:
         idle_seconds: float | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         preload_passages: bool = False,
+        first_pass_min_vectors: int | None = None,
     ) -> None:
         self.model_dir = Path(model_dir)
         self.log_path = Path(log_path)
@@ -93,6 +94,7 @@ class SemanticWorker:
         self.idle_seconds = idle_seconds
         self.timeout_s = timeout_s
         self.preload_passages = preload_passages  # a build worker: the tokenizer too
+        self.first_pass_min_vectors = first_pass_min_vectors  # warm: first pass from this size
         self._proc: subprocess.Popen[bytes] | None = None
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         # Requests sent and not yet answered: a worker that dies with some in flight is a crash
@@ -112,7 +114,12 @@ class SemanticWorker:
         if self._proc is not None:
             return self
         command = WorkerArgs(
-            self.model_dir, self.threads, self.cache_dir, self.idle_seconds, self.preload_passages
+            self.model_dir,
+            self.threads,
+            self.cache_dir,
+            self.idle_seconds,
+            self.preload_passages,
+            self.first_pass_min_vectors,
         ).command(WORKER_SCRIPT)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._lines = queue.Queue()  # a fresh queue: nothing stale from a killed predecessor

@@ -161,6 +161,17 @@ SCAN_MMAP_BYTES = 256 * 1024 * 1024
 Blocks = Iterable[tuple[np.ndarray, np.ndarray]]
 
 
+@dataclass(frozen=True)
+class WarmGeneration:
+    """A ready generation held in memory: every id and vector in block order, contiguous (one
+    array each, so a first pass can gather any rows), and the blocks as views of them."""
+
+    key: tuple[Any, ...]  # (db, id, fingerprint, count, created_at)
+    ids: np.ndarray  # int64 [n]
+    vectors: np.ndarray  # float16 [n, dim]
+    blocks: tuple[tuple[np.ndarray, np.ndarray], ...]
+
+
 class GenerationScanner:
     """Streams a ready generation's blocks; a warm worker keeps the last one in memory.
 
@@ -171,8 +182,11 @@ class GenerationScanner:
 
     def __init__(self, keep_in_memory: bool) -> None:
         self.keep_in_memory = keep_in_memory
-        self.key: tuple[Any, ...] | None = None
-        self.blocks: list[tuple[np.ndarray, np.ndarray]] = []
+        self.warm: WarmGeneration | None = None
+
+    @property
+    def blocks(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        return () if self.warm is None else self.warm.blocks
 
     def scan(
         self,
@@ -183,28 +197,79 @@ class GenerationScanner:
         visit: Callable[[np.ndarray, np.ndarray], None],
     ) -> int:
         """Call visit(chunk_ids, vectors) per block; returns the number of blocks."""
-        path = Path(db)
-        if not path.is_absolute() or not path.is_file():
-            raise ScanError(f"index not found: {db}", "pass the absolute path of the index")
-        conn = connect_read_only(path)
-        try:
-            key = (str(path), *self._check(conn, generation, expected_fingerprint, dim))
-            if self.keep_in_memory and key == self.key:
-                blocks: Blocks = self.blocks
-            else:
-                conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
-                blocks = self._read(conn, generation, dim)
-                if self.keep_in_memory:
-                    self.key, self.blocks = None, []  # never a half-read cache
-                    self.blocks = list(blocks)
-                    self.key, blocks = key, self.blocks
+        if self.keep_in_memory:
+            blocks: Blocks = self.load(db, generation, expected_fingerprint, dim).blocks
             count = 0
             for ids, vectors in blocks:
                 visit(ids, vectors)
                 count += 1
             return count
+        conn = self._connect(db)
+        try:
+            self._check(conn, generation, expected_fingerprint, dim)
+            conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
+            count = 0
+            for ids, vectors in self._read(conn, generation, dim):
+                visit(ids, vectors)
+                count += 1
+            return count
         finally:
             conn.close()
+
+    def load(
+        self, db: str, generation: int, expected_fingerprint: str | None, dim: int
+    ) -> WarmGeneration:
+        """The generation in memory, read now unless it is the one already held (the checks
+        run on every call: a generation that stopped being ready is never served)."""
+        conn = self._connect(db)
+        try:
+            checked = self._check(conn, generation, expected_fingerprint, dim)
+            key = (str(Path(db)), *checked)
+            if self.warm is not None and self.warm.key == key:
+                return self.warm
+            self.warm = None  # never a half-read cache, and never two generations at once
+            conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
+            self.warm = self._read_all(conn, key, generation, dim, count=int(checked[2]))
+            return self.warm
+        finally:
+            conn.close()
+
+    @staticmethod
+    def _connect(db: str) -> sqlite3.Connection:
+        path = Path(db)
+        if not path.is_absolute() or not path.is_file():
+            raise ScanError(f"index not found: {db}", "pass the absolute path of the index")
+        return connect_read_only(path)
+
+    @classmethod
+    def _read_all(
+        cls, conn: sqlite3.Connection, key: tuple[Any, ...], generation: int, dim: int, count: int
+    ) -> WarmGeneration:
+        """Every block copied into two preallocated arrays: peak memory is the arrays plus one
+        block, not the blocks twice."""
+        ids = np.empty(count, dtype=ID_DTYPE)
+        vectors = np.empty((count, dim), dtype=VECTOR_DTYPE)
+        spans = []
+        at = 0
+        for block_ids, block_vectors in cls._read(conn, generation, dim):
+            end = at + len(block_ids)
+            if end > count:
+                raise ScanError(
+                    f"semantic generation {generation} holds more vectors than its count",
+                    "run a sync so the semantic index is rebuilt",
+                )
+            ids[at:end], vectors[at:end] = block_ids, block_vectors
+            spans.append((at, end))
+            at = end
+        if at != count:
+            raise ScanError(
+                f"semantic generation {generation} holds {at} vectors, its count says {count}",
+                "run a sync so the semantic index is rebuilt",
+            )
+        ids.flags.writeable = False
+        vectors.flags.writeable = False
+        blocks = tuple((ids[a:b], vectors[a:b]) for a, b in spans)
+        return WarmGeneration(key, ids, vectors, blocks)
 
     @staticmethod
     def _check(

@@ -20,6 +20,7 @@ class WorkerArgs:
     cache_dir: Path | None = None  # model hashes, query tokenizer index
     idle_seconds: float | None = None  # warm mode: exit when idle this long
     preload_passages: bool = False  # a build worker: the passage tokenizer before any request
+    first_pass_min_vectors: int | None = None  # None: helpers.semantic.first_pass.MIN_VECTORS
 
     def command(self, script: Path) -> list[str]:
         """The argv that starts `script` (semantic_worker.py) with these options."""
@@ -31,6 +32,8 @@ class WorkerArgs:
             command += ["--idle-seconds", str(self.idle_seconds)]
         if self.preload_passages:
             command.append("--preload-passages")
+        if self.first_pass_min_vectors is not None:
+            command += ["--first-pass-min-vectors", str(self.first_pass_min_vectors)]
         return command
 
 
@@ -53,6 +56,12 @@ def parse_worker_args(argv: list[str] | None, description: str) -> WorkerArgs:
         action="store_true",
         help="a build worker: load the passage tokenizer before the first request arrives",
     )
+    parser.add_argument(
+        "--first-pass-min-vectors",
+        type=int,
+        default=None,
+        help="warm mode: generations of at least this many vectors get a first pass",
+    )
     args = parser.parse_args(argv)
     idle = args.idle_seconds if args.idle_seconds and args.idle_seconds > 0 else None
     return WorkerArgs(
@@ -61,4 +70,5 @@ def parse_worker_args(argv: list[str] | None, description: str) -> WorkerArgs:
         cache_dir=args.cache_dir,
         idle_seconds=idle,
         preload_passages=args.preload_passages,
+        first_pass_min_vectors=args.first_pass_min_vectors,
     )
