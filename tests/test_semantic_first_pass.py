@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from semantic_fixtures import REAL_MODEL_DIR, add_document, real_sentences
 
@@ -134,3 +135,18 @@ def test_a_new_generation_gets_its_own_codes_and_its_new_rows_are_found(
     log = (tmp_path / "codes.log").read_text()
     assert f"first pass built for {len(sentences)} vectors" in log
     assert f"first pass built for {len(sentences) + len(new)} vectors" in log
+
+
+def test_without_the_option_no_generation_gets_codes_however_large() -> None:
+    from helpers.semantic.first_pass import FirstPassCache
+    from helpers.semantic.vector_pack import WarmGeneration
+
+    n, dim = 200_000, 384  # above every size a default threshold could reasonably have
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((n, dim), dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    warm = WarmGeneration(
+        ("db", 1, "fp", n, 0.0), np.arange(n, dtype=np.int64), vectors.astype(np.float16), ()
+    )
+    assert FirstPassCache(threads=1).get(warm) is None
+    assert FirstPassCache(threads=1, min_vectors=n).get(warm) is not None

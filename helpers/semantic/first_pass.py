@@ -29,9 +29,12 @@ from helpers.semantic.vector_pack import TopK, WarmGeneration
 
 log = logging.getLogger(__name__)
 
-# Below this many vectors the exact scan stays the only path: it takes a few ms there, and the
-# codes would cost a build on every new generation for little (bench/notes/v-index.md).
-MIN_VECTORS = 100_000
+# Off unless asked for (`--first-pass-min-vectors N`): the codes are built when a worker loads a
+# generation, ~9 s at 1M vectors, and a warm worker exits after 5 idle minutes, so a burst of
+# agent searches pays more than it saves until the codes are stored with their generation. From
+# 100k on a search costs 0.11-0.27x the exact scan once they are built; below 100k the exact
+# scan takes a few ms and the saving is small (bench/notes/v-index.md).
+MIN_VECTORS: int | None = None
 # Candidates rescored per requested hit: at least CANDIDATES_PER_HIT, and more as the generation
 # grows, PER_HIT_PER_SQRT_N * sqrt(n) (the candidates that held recall@400 >= 0.99 grew like
 # sqrt(n) from 13k real to 1M synthetic vectors: bench/notes/v-index.md, section 2).
@@ -133,7 +136,7 @@ def _codes(index: Any) -> Any:
 class FirstPassCache:
     """At most one FirstPass: the one of the warm generation last searched."""
 
-    def __init__(self, threads: int, min_vectors: int = MIN_VECTORS) -> None:
+    def __init__(self, threads: int, min_vectors: int | None = MIN_VECTORS) -> None:
         self.threads = threads
         self.min_vectors = min_vectors
         self.current: FirstPass | None = None
@@ -142,7 +145,7 @@ class FirstPassCache:
     def get(self, warm: WarmGeneration) -> FirstPass | None:
         """The generation's first pass (built now if needed); None when it is small or faiss
         is not installed (then the exact scan answers)."""
-        if len(warm.ids) < self.min_vectors:
+        if self.min_vectors is None or len(warm.ids) < self.min_vectors:
             self.current = None
             return None
         if self.current is not None and self.current.warm.key == warm.key:
