@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import string
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +27,8 @@ from helpers.lexical.common import STAGING_PATH_PREFIX
 from helpers.safety import FileEntry
 from helpers.secrets import DETECTOR_VERSION
 from helpers.store.codec import pack_child_location, pack_section_text
-from helpers.store.index_db import index_new_chunks, write_transaction
+from helpers.store.fold_sql import stored_norm
+from helpers.store.index_db import index_chunk_rows, write_transaction
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -363,6 +363,7 @@ def _insert_sections(
     section_rows: list[tuple[object, ...]] = []
     chunk_rows: list[tuple[object, ...]] = []
     cjk_rows: list[tuple[int, str]] = []
+    fts_rows: list[tuple[int, str, bool]] = []
     for ordinal, section in enumerate(sections, start=first_ordinal):
         section_rows.append(
             (
@@ -389,6 +390,7 @@ def _insert_sections(
                     int(child.ocr),
                 )
             )
+            fts_rows.append((chunk_id, norm, child.ocr))
             grams = cjk_index_text(norm)
             if grams:
                 cjk_rows.append((chunk_id, grams))
@@ -404,7 +406,7 @@ def _insert_sections(
         chunk_rows,
     )
     if chunk_rows:
-        index_new_chunks(conn, chunk_rows[0][0], chunk_rows[-1][0])
+        index_chunk_rows(conn, fts_rows)
         conn.execute(
             "INSERT INTO meta(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -415,16 +417,6 @@ def _insert_sections(
     # chunks_ocr_fts follows the chunks rows through triggers; every full-text row leaves with
     # its chunk through a trigger (migrations 2, 4 and 8).
     return len(chunk_rows)
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def stored_norm(text: str, norm: str) -> str:
-    """What chunks.norm_stored keeps of `norm` = fold(text): '' when SQLite's lower() (ASCII
-    letters only, also with ICU on this subset) gives it from the text (migration 8), so most
-    English text is stored once."""
-    return "" if norm == text.translate(_ASCII_LOWER) else norm
 
 
 def _next_id(conn: sqlite3.Connection, table: str) -> int:

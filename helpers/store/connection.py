@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from helpers.store.fold_sql import register_fold
 from helpers.store.read_only import BUSY_TIMEOUT_MS, closed_on_error, connect_uri
 
 # Pause between tries of the WAL switch: short beside the busy timeout, long beside the switch.
@@ -37,6 +38,7 @@ def connect(
             check_same_thread=False,
         )
     with closed_on_error(conn):
+        register_fold(conn)  # chunks.norm (migration 12); connect_uri registers it too
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
