@@ -398,8 +398,9 @@ _FOLD_IN_SQL = """
 -- chunks.norm without a second copy of the text where SQL can fold it: norm_stored = char(1)
 -- (helpers.store.fold_sql.FOLDED_MARK) reads as rag_fold(text), the program's fold() registered
 -- on every connection it opens. Since the marks-free fold, text with any accent stored its whole
--- folded copy (lohelp-es: 7 MB, 14 % of the file; bench/notes/n-size.md). Other programs (the
--- sqlite3 shell) read every column but norm; FTS5 MATCH works there too. The triggers are
+-- folded copy (bench/RESULTS.md, "Index size, migration 12"). A connection without rag_fold (the
+-- sqlite3 shell) reads every other column and runs MATCH, but cannot read norm, change or delete
+-- chunks, or run PRAGMA integrity_check (SQLite compiles the column into each). The triggers are
 -- those of migration 8, recreated over the new column; an update that leaves norm as it was (the
 -- backfill below) no longer rewrites the full-text rows. Rows of older programs are converted
 -- batch by batch (helpers.store.backfill.FOLD_CHUNKS, from the id in meta 'fold_chunks_next');
