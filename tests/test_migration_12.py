@@ -28,7 +28,7 @@ ENGLISH = "# Budget\n\nthe budget meeting is on monday. " * 40
 JAPANESE = "# 条件式\n\n条件式の作成とＡＢＣ社のテスト。" * 40
 UNASSIGNED = "# Odd\n\nA letter not in Unicode 14: \u0378 café. " * 20  # U+0378: unassigned
 QUERIES = ("cancion nino", "reunión", "елка", "ёж", "budget meeting", "条件式", "abc社", "cafe")
-FTS_TABLES = ("chunks_fts", "chunks_words")
+FTS_TABLES = ("chunks_fts", "chunks_words", "doc_names_fts")
 
 
 def _write(docs: Path) -> None:
@@ -170,12 +170,17 @@ def test_a_half_converted_index_answers_the_same_and_a_killed_backfill_resumes(
     _consistent(old.db_path)
 
 
-def test_resyncs_and_removals_keep_the_full_text_tables_consistent(synced: Config) -> None:
+def test_resyncs_renames_and_removals_keep_the_full_text_tables_consistent(synced: Config) -> None:
     docs = synced.knowledge_dir
     (docs / "es.md").write_text("# Canción\n\nOtra canción: la música del pájaro. " * 30, "utf-8")
     (docs / "ru.md").unlink()
+    (docs / "notes").mkdir()
+    (docs / "en.md").rename(docs / "notes" / "quarterly-plan.md")  # a new file-name row
     assert rag_service.sync_kb_blocking(synced).state == "succeeded"
     _consistent(synced.db_path)
+    assert rag_service.search(synced, "quarterly plan", mode="lexical").hits[0].path == (
+        "notes/quarterly-plan.md"
+    )
     assert rag_service.search(synced, "musica pajaro", mode="lexical").hits[0].path == "es.md"
     assert not rag_service.search(synced, "reunion", mode="lexical").hits
     assert not rag_service.search(synced, "елка", mode="lexical").hits

@@ -447,6 +447,12 @@ WHEN old.norm IS NOT new.norm AND NOT EXISTS (
 END;
 INSERT INTO meta(key, value)
 SELECT 'fold_chunks_next', '0' WHERE EXISTS (SELECT 1 FROM chunks WHERE norm_stored <> '');
+
+-- A document's file-name row enters doc_names_fts from the writer (document_write), not through
+-- a trigger: each trigger statement made FTS5 write out the pending terms of every full-text
+-- table in the transaction, once per document of a group of small files. Update and delete
+-- keep their triggers.
+DROP TRIGGER IF EXISTS doc_names_ai;
 """
 
 
