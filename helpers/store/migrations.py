@@ -398,7 +398,7 @@ _FOLD_IN_SQL = """
 -- chunks.norm without a second copy of the text where SQL can fold it: norm_stored = char(1)
 -- (helpers.store.fold_sql.FOLDED_MARK) reads as rag_fold(text), the program's fold() registered
 -- on every connection it opens. Since the marks-free fold, text with any accent stored its whole
--- folded copy (bench/RESULTS.md, "Index size, migration 12"). A connection without rag_fold (the
+-- folded copy (bench/notes/n-size.md, "Index size"). A connection without rag_fold (the
 -- sqlite3 shell) reads every other column and runs MATCH, but cannot read norm, change or delete
 -- chunks, or run PRAGMA integrity_check (SQLite compiles the column into each). The triggers are
 -- those of migration 8, recreated over the new column; an update that leaves norm as it was (the
