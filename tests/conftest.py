@@ -163,7 +163,8 @@ def downgraded_copy(
 
 def undo_migration_12(conn: sqlite3.Connection) -> None:
     """An index as schema 10 left it: chunks.norm_stored holds fold(text) wherever lower(text)
-    does not give it, under migration 8's generated column and triggers."""
+    does not give it, under migration 8's generated column and triggers; doc_names_fts follows
+    doc_names inserts through a trigger."""
     from helpers.store import index_db, migrations
     from helpers.store.fold_sql import register_fold
 
@@ -175,6 +176,10 @@ def undo_migration_12(conn: sqlite3.Connection) -> None:
     (schema_8,) = [m for m in migrations.MIGRATIONS if m.version == 8]
     for statement in index_db._split_statements(schema_8.sql):
         if statement.startswith(("CREATE TRIGGER IF NOT EXISTS chunks_", "ALTER TABLE chunks ADD")):
+            conn.execute(statement)
+    (schema_2,) = [m for m in migrations.MIGRATIONS if m.version == 2]
+    for statement in index_db._split_statements(schema_2.sql):
+        if statement.startswith("CREATE TRIGGER IF NOT EXISTS doc_names_ai"):
             conn.execute(statement)
     conn.execute("DELETE FROM meta WHERE key = 'fold_chunks_next'")
     conn.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")

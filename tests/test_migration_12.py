@@ -122,6 +122,10 @@ def test_a_schema_10_index_migrates_in_batches_to_what_a_fresh_sync_stores(
         assert index_db.schema_version(conn) == 10
         chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         copies = conn.execute("SELECT COUNT(*) FROM chunks WHERE norm_stored <> ''").fetchone()[0]
+        triggers = {
+            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        }
+    assert "doc_names_ai" in triggers
     assert _stored(old.db_path) == {p: "copy" if k == "mark" else k for p, k in fresh.items()}
     assert copies > chunks / 2
     size = old.db_path.stat().st_size
@@ -131,6 +135,9 @@ def test_a_schema_10_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     with closing(index_db.open_index(old.db_path)) as conn:
         assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 12
         assert conn.execute("SELECT 1 FROM meta WHERE key = 'fold_chunks_next'").fetchone() is None
+        assert not conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'doc_names_ai'"
+        ).fetchone()
         conn.execute("VACUUM")
     assert len(pauses) == math.ceil(chunks / 3)  # one short transaction per batch
     assert _stored(old.db_path) == fresh
