@@ -26,6 +26,7 @@ from helpers.config import Config
 from helpers.errors import RagError
 from helpers.index.document_write import FileProgress
 from helpers.store import job_rows
+from helpers.store.connection import release_free_pages
 from helpers.store.index_db import connect, open_index, run_backfills, write_transaction
 from rag_sync import RAGIGNORE_NAME, JobCancelled, extraction_tools, sync_excludes, sync_files
 
@@ -319,6 +320,10 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
         reporter.check_cancel()
         reporter.on_phase("semantic")
         message = _semantic_phase(conn, config, reporter, prewarm)
+        try:
+            release_free_pages(conn)
+        except sqlite3.OperationalError as exc:  # e.g. a full disk: the index is whole, larger
+            log.warning("free pages kept in the file: %s", exc)
         state = "succeeded"
     except JobCancelled:
         state, message = "cancelled", "cancelled on request; documents indexed so far are kept"

@@ -149,13 +149,40 @@ def downgraded_copy(
 ) -> Path:
     """A copy of the index at `db_path` in the new folder `target`, rewritten by `undo` (e.g.
     undo_migration_9) into what an older schema left: the migration tests start from it."""
+    from helpers.store.fold_sql import register_fold
+
     target.mkdir()
     db = target / "index.sqlite3"
     with closing(sqlite3.connect(db_path)) as source, closing(sqlite3.connect(db)) as out:
+        register_fold(out)  # chunks.norm and the triggers over it (migration 12)
         source.backup(out)
         undo(out)
         out.commit()
     return db
+
+
+def undo_migration_12(conn: sqlite3.Connection) -> None:
+    """An index as schema 10 left it: chunks.norm_stored holds fold(text) wherever lower(text)
+    does not give it, under migration 8's generated column and triggers; doc_names_fts follows
+    doc_names inserts through a trigger."""
+    from helpers.store import index_db, migrations
+    from helpers.store.fold_sql import register_fold
+
+    register_fold(conn)
+    conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = char(1)")
+    for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ad", "ocr_au"):
+        conn.execute(f"DROP TRIGGER chunks_{trigger}")
+    conn.execute("ALTER TABLE chunks DROP COLUMN norm")
+    (schema_8,) = [m for m in migrations.MIGRATIONS if m.version == 8]
+    for statement in index_db._split_statements(schema_8.sql):
+        if statement.startswith(("CREATE TRIGGER IF NOT EXISTS chunks_", "ALTER TABLE chunks ADD")):
+            conn.execute(statement)
+    (schema_2,) = [m for m in migrations.MIGRATIONS if m.version == 2]
+    for statement in index_db._split_statements(schema_2.sql):
+        if statement.startswith("CREATE TRIGGER IF NOT EXISTS doc_names_ai"):
+            conn.execute(statement)
+    conn.execute("DELETE FROM meta WHERE key = 'fold_chunks_next'")
+    conn.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
 
 
 def undo_migration_9(conn: sqlite3.Connection) -> None:
@@ -166,6 +193,7 @@ def undo_migration_9(conn: sqlite3.Connection) -> None:
 
     from helpers.store.codec import child_location, section_text
 
+    undo_migration_12(conn)
     sections = conn.execute("SELECT id, text, location FROM sections").fetchall()
     conn.executemany(
         "UPDATE sections SET text = ? WHERE id = ?", [(section_text(t), i) for i, t, _ in sections]

@@ -38,6 +38,7 @@ from helpers.extract.blocks import ExtractContext, ExtractLimits
 from helpers.extract.registry import extractor_for
 from helpers.extract.textio import READ_CHUNK_CHARS
 from helpers.safety import FileEntry
+from helpers.store.fold_sql import register_fold
 from helpers.store.job_rows import JobView
 from rag_sync import extract_document
 
@@ -57,6 +58,7 @@ class HostileSync:
 
 def _load(config: Config, job_id: str) -> tuple[dict[str, sqlite3.Row], dict[str, list[str]]]:
     conn = sqlite3.connect(config.db_path)
+    register_fold(conn)  # the checks read chunks.norm (migration 12)
     conn.row_factory = sqlite3.Row
     try:
         docs = {r["path"]: r for r in conn.execute("SELECT * FROM documents")}
@@ -150,6 +152,7 @@ def test_the_index_stays_consistent_after_the_hostile_sync(hostile: HostileSync)
 
 def test_no_external_entity_link_or_outside_file_reaches_the_index(hostile: HostileSync):
     conn = sqlite3.connect(hostile.config.db_path)
+    register_fold(conn)
     try:
         for needle in (XXE_TOKEN, "root:x:0:0", "hostilesecret99"):
             count = conn.execute(

@@ -80,7 +80,8 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
         compaction = math.ceil(sections / db_backfill.COMPACT_SECTION_ROWS) + math.ceil(
             chunks / db_backfill.COMPACT_CHUNK_ROWS
         )
-        assert len(pauses) == math.ceil(chunks / 7) + compaction
+        folds = math.ceil(chunks / db_backfill.FOLD_BACKFILL_ROWS)  # migration 12, one batch
+        assert len(pauses) == math.ceil(chunks / 7) + compaction + folds
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "chunks_fts_content" not in tables
         assert (

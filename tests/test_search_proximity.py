@@ -17,6 +17,7 @@ from helpers.config import Config
 from helpers.lexical import proximity
 from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query
+from helpers.store.read_only import connect_read_only
 
 FILLER = (
     "The office keeps its archive of older notes in the basement, sorted by year and by the "
@@ -38,12 +39,12 @@ def _sync(config: Config, knowledge: Path) -> None:
 
 
 def _ctx(config: Config, query: str) -> SearchContext:
-    conn = sqlite3.connect(config.db_path)
+    conn = connect_read_only(config.db_path)  # chunks.norm needs rag_fold (migration 12)
     return SearchContext(conn, Query.parse(query), Filters())
 
 
 def _chunks_of(config: Config, path: str) -> list[int]:
-    with closing(sqlite3.connect(config.db_path)) as conn:
+    with closing(connect_read_only(config.db_path)) as conn:
         rows = conn.execute(
             "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
             "WHERE d.path = ? ORDER BY c.id",
@@ -76,7 +77,7 @@ def test_hybrid_ranks_the_section_with_the_words_together_first(
     ]
 
     def top(query: str) -> str:
-        with closing(sqlite3.connect(config.db_path)) as conn:
+        with closing(connect_read_only(config.db_path)) as conn:
             conn.row_factory = sqlite3.Row
             options = rag_search.SearchOptions(top_k=3, mode="hybrid", semantic=semantic)
             return rag_search.search(conn, query, options).hits[0].path
@@ -178,7 +179,10 @@ def test_weights_do_not_depend_on_the_process_hash_seed(config: Config, knowledg
         "from helpers.lexical import proximity\n"
         "from helpers.lexical.common import Filters, SearchContext\n"
         "from helpers.lexical.query_terms import Query\n"
-        "ctx = SearchContext(sqlite3.connect(sys.argv[1]), Query.parse(sys.argv[2]), Filters())\n"
+        "from pathlib import Path\n"
+        "from helpers.store.read_only import connect_read_only\n"
+        "conn = connect_read_only(Path(sys.argv[1]))\n"
+        "ctx = SearchContext(conn, Query.parse(sys.argv[2]), Filters())\n"
         "print([round(t.weight, 9) for t in proximity.word_terms(ctx)])\n"
     )
     repo = Path(proximity.__file__).resolve().parents[2]

@@ -47,6 +47,7 @@ import rag_service
 from helpers.config import Config, add_config_arguments, config_from_args
 from helpers.errors import DiskFull, IndexBusy, ReadOnlyDataDir, storage_fault
 from helpers.store import index_db, job_rows
+from helpers.store.fold_sql import register_fold
 from helpers.store.index_db import open_index
 from helpers.store.read_only import immutable_is_safe
 
@@ -56,6 +57,7 @@ LOCK_S = 4.0  # the foreign lock outlives SHORT_BUSY_S by far, and the worker's 
 
 def _job_row(db_path: Path, job_id: str) -> dict[str, object]:
     conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    register_fold(conn)  # the checks read chunks.norm (migration 12)
     conn.row_factory = sqlite3.Row
     try:
         return dict(conn.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone())

@@ -14,6 +14,7 @@ import rag_sync
 from helpers.extract.blocks import ExtractContext
 from helpers.index import group_write
 from helpers.index.document_write import JobCancelled
+from helpers.store.fold_sql import register_fold
 from helpers.store.index_db import open_index
 
 
@@ -24,6 +25,7 @@ class _Watcher(RecordingObserver):
     def __init__(self, db_path: Path, cancel_at: int | None = None) -> None:
         super().__init__()
         self.reader = sqlite3.connect(db_path, isolation_level=None, timeout=30)
+        register_fold(self.reader)
         self.done: list[tuple[str, str, bool, int]] = []
         self.started = 0
         self.cancel_at = cancel_at
@@ -144,6 +146,7 @@ def test_a_resync_of_changed_and_removed_files_gives_the_fresh_index(
     assert (counts["updated"], counts["removed"], counts["unchanged"]) == (100, 30, 20)
     assert index_problems(db) == []
     conn = sqlite3.connect(db)
+    register_fold(conn)  # the checks read chunks.norm (migration 12)
     for table in ("chunks_fts", "chunks_words"):
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
     words = conn.execute("SELECT COUNT(*) FROM chunks_words").fetchone()[0]

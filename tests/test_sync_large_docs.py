@@ -40,6 +40,7 @@ from helpers.index.document_write import (
 from helpers.lexical.common import hidden_document_ids
 from helpers.safety import FileEntry
 from helpers.store.codec import section_text
+from helpers.store.fold_sql import register_fold
 from helpers.store.index_db import open_index
 from helpers.text.chunking import Child, Section
 from rag_sync import JobCancelled, extract_document, sync_files
@@ -90,6 +91,7 @@ class _Watcher:
     def on_file_progress(self, rel_path: str, size: int, progress: FileProgress) -> None:
         self.progress.append(progress)
         other = sqlite3.connect(self.db_path, isolation_level=None, timeout=0)
+        register_fold(other)
         try:
             other.execute("BEGIN IMMEDIATE")  # timeout 0: fails if the writer still held it
             other.execute("COMMIT")
@@ -234,6 +236,7 @@ def _kill_writer_when(config: Config, knowledge: Path, sql: str) -> None:
         text=True,
     )
     watch = sqlite3.connect(config.db_path, isolation_level=None, timeout=30)
+    register_fold(watch)
     try:
         wait_until(lambda: watch.execute(sql).fetchone() is not None, timeout=120, interval=0.005)
         proc.send_signal(signal.SIGKILL)
@@ -301,6 +304,7 @@ def test_cancel_during_a_big_documents_write_in_the_worker_keeps_the_old_version
     big.write_text(line * 48, encoding="utf-8")
     job = rag_service.start_sync(config)
     watch = sqlite3.connect(config.db_path, isolation_level=None, timeout=30)
+    register_fold(watch)
     staged = "SELECT 1 FROM documents WHERE error LIKE 'being written:%'"
     wait_until(lambda: watch.execute(staged).fetchone() is not None, timeout=240, interval=0.005)
     watch.close()
@@ -377,6 +381,7 @@ def test_a_stale_ocr_document_keeps_its_text_while_the_ocr_engine_is_missing(
     assert run_sync(config).state == "succeeded"
     assert _search_paths(config, "inventory checklist") == ["board.png"]
     conn = sqlite3.connect(config.db_path)
+    register_fold(conn)
     with conn:
         conn.execute("UPDATE documents SET chunk_scheme = chunk_scheme - 1")  # an older scheme
     conn.close()

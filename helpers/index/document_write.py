@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-import string
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -28,7 +27,8 @@ from helpers.lexical.common import STAGING_PATH_PREFIX
 from helpers.safety import FileEntry
 from helpers.secrets import DETECTOR_VERSION
 from helpers.store.codec import pack_child_location, pack_section_text
-from helpers.store.index_db import index_new_chunks, write_transaction
+from helpers.store.fold_sql import FOLDED_MARK, primed_folds, stored_norm
+from helpers.store.index_db import index_chunk_rows, write_transaction
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -363,6 +363,8 @@ def _insert_sections(
     section_rows: list[tuple[object, ...]] = []
     chunk_rows: list[tuple[object, ...]] = []
     cjk_rows: list[tuple[int, str]] = []
+    fts_rows: list[tuple[int, str, bool]] = []
+    marked: dict[str, str] = {}  # text -> fold(text) of the rows whose norm SQL computes
     for ordinal, section in enumerate(sections, start=first_ordinal):
         section_rows.append(
             (
@@ -376,6 +378,9 @@ def _insert_sections(
         )
         for child_ordinal, child in enumerate(section.children):
             norm = fold(child.text)
+            stored = stored_norm(child.text, norm)
+            if stored == FOLDED_MARK:
+                marked[child.text] = norm
             chunk_rows.append(
                 (
                     chunk_id,
@@ -383,12 +388,13 @@ def _insert_sections(
                     section_id,
                     child_ordinal,
                     child.text,
-                    stored_norm(child.text, norm),
+                    stored,
                     "",  # text_hash: the semantic build hashes the text itself (migration 9)
                     pack_child_location(child.location, section.location),
                     int(child.ocr),
                 )
             )
+            fts_rows.append((chunk_id, norm, child.ocr))
             grams = cjk_index_text(norm)
             if grams:
                 cjk_rows.append((chunk_id, grams))
@@ -398,13 +404,14 @@ def _insert_sections(
         "INSERT INTO sections(id, document_id, ordinal, text, location, hub) VALUES (?,?,?,?,?,?)",
         section_rows,
     )
-    conn.executemany(
-        "INSERT INTO chunks(id, document_id, section_id, ordinal, text, norm_stored, text_hash, "
-        "location, ocr) VALUES (?,?,?,?,?,?,?,?,?)",
-        chunk_rows,
-    )
+    with primed_folds(marked):  # SQLite computes chunks.norm of each row it inserts
+        conn.executemany(
+            "INSERT INTO chunks(id, document_id, section_id, ordinal, text, norm_stored, "
+            "text_hash, location, ocr) VALUES (?,?,?,?,?,?,?,?,?)",
+            chunk_rows,
+        )
     if chunk_rows:
-        index_new_chunks(conn, chunk_rows[0][0], chunk_rows[-1][0])
+        index_chunk_rows(conn, fts_rows)
         conn.execute(
             "INSERT INTO meta(key, value) VALUES (?, ?) "
             "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -415,16 +422,6 @@ def _insert_sections(
     # chunks_ocr_fts follows the chunks rows through triggers; every full-text row leaves with
     # its chunk through a trigger (migrations 2, 4 and 8).
     return len(chunk_rows)
-
-
-_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
-
-
-def stored_norm(text: str, norm: str) -> str:
-    """What chunks.norm_stored keeps of `norm` = fold(text): '' when SQLite's lower() (ASCII
-    letters only, also with ICU on this subset) gives it from the text (migration 8), so most
-    English text is stored once."""
-    return "" if norm == text.translate(_ASCII_LOWER) else norm
 
 
 def _next_id(conn: sqlite3.Connection, table: str) -> int:
@@ -448,11 +445,19 @@ def _write_doc_name(conn: sqlite3.Connection, doc_id: int, rel_path: str) -> Non
     from helpers.lexical.filename import name_keys
 
     keys = name_keys(rel_path)
+    values = (keys.name_key, keys.stem_key, keys.path_key, doc_id)
+    if conn.execute("SELECT 1 FROM doc_names WHERE doc_id = ?", (doc_id,)).fetchone():
+        conn.execute(  # doc_names_au keeps doc_names_fts in step
+            "UPDATE doc_names SET name_key = ?, stem_key = ?, path_key = ? WHERE doc_id = ?", values
+        )
+        return
+    # No insert trigger (migration 12): a trigger statement makes FTS5 write out the pending
+    # terms of every full-text table in the transaction, once per document of a group.
     conn.execute(
-        "INSERT INTO doc_names(doc_id, name_key, stem_key, path_key) VALUES (?,?,?,?) "
-        "ON CONFLICT(doc_id) DO UPDATE SET name_key = excluded.name_key, "
-        "stem_key = excluded.stem_key, path_key = excluded.path_key",
-        (doc_id, keys.name_key, keys.stem_key, keys.path_key),
+        "INSERT INTO doc_names(name_key, stem_key, path_key, doc_id) VALUES (?,?,?,?)", values
+    )
+    conn.execute(
+        "INSERT INTO doc_names_fts(rowid, path_key) VALUES (?, ?)", (doc_id, keys.path_key)
     )
 
 

@@ -18,8 +18,10 @@ from typing import Any
 
 from helpers.store.codec import compact_chunks, compact_sections, section_text
 from helpers.store.connection import write_transaction
+from helpers.store.fold_sql import FOLDED_MARK, ascii_lower, fold_is_stable
 from helpers.text.cjk import index_text
 from helpers.text.hubs import hub_score
+from helpers.text.normalize import fold
 
 # Chunk rows indexed per backfill transaction: ~0.3 ms each (one trigram row), so well under a
 # second of write lock, with BACKFILL_PAUSE_S between batches for a waiting cancel or heartbeat.
@@ -40,6 +42,10 @@ COMPACT_CHUNK_ROWS = 2000
 # The meta row migration 8 writes and index_db.index_new_chunks reads: trigram rows of chunks at
 # or past its id are left to TRIGRAM_REBUILD.
 TRIGRAM_BACKFILL_KEY = "trigram_backfill_next"
+# Migration 12: chunks whose stored folded copy is replaced by '' or the fold mark, per batch:
+# a fold and a row rewrite each (no full-text work: the triggers see the same norm).
+FOLD_BACKFILL_KEY = "fold_chunks_next"
+FOLD_BACKFILL_ROWS = 2000
 COMPACT_SECTIONS_KEY = "compact_sections_next"
 COMPACT_CHUNKS_KEY = "compact_chunks_next"
 
@@ -101,6 +107,28 @@ def _trigram_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] |
     return ids[-1] + 1, len(ids)
 
 
+def _fold_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] | None:
+    """Drop the stored copy of FOLD_BACKFILL_ROWS chunks from id `first_id` on where SQL gives
+    the same norm (helpers.store.fold_sql.stored_norm); a copy an older fold() wrote stays, as
+    it is what the full-text tables hold."""
+    rows = conn.execute(
+        "SELECT id, text, norm_stored FROM chunks WHERE id >= ? ORDER BY id LIMIT ?",
+        (first_id, FOLD_BACKFILL_ROWS),
+    ).fetchall()
+    if not rows:
+        return None
+    updates: list[tuple[str, int]] = []
+    for cid, text, stored in rows:
+        if stored in ("", FOLDED_MARK):
+            continue
+        if stored == ascii_lower(text):
+            updates.append(("", cid))
+        elif fold_is_stable(text) and stored == fold(text):
+            updates.append((FOLDED_MARK, cid))
+    conn.executemany("UPDATE chunks SET norm_stored = ? WHERE id = ?", updates)
+    return rows[-1][0] + 1, len(rows)
+
+
 def _compact_sections_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] | None:
     return compact_sections(conn, first_id, COMPACT_SECTION_ROWS)
 
@@ -114,6 +142,8 @@ TRIGRAM_REBUILD = Resumable(TRIGRAM_BACKFILL_KEY, _trigram_batch)
 # Migration 9: the rows an older schema wrote, in its compact encodings (sections first).
 COMPACT_SECTIONS = Resumable(COMPACT_SECTIONS_KEY, _compact_sections_batch)
 COMPACT_CHUNKS = Resumable(COMPACT_CHUNKS_KEY, _compact_chunks_batch)
+# Migration 12: the folded copies SQL can give instead.
+FOLD_CHUNKS = Resumable(FOLD_BACKFILL_KEY, _fold_batch)
 
 
 def _pending(conn: sqlite3.Connection, keys: Sequence[str]) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from helpers.store.fold_sql import register_fold
 from helpers.store.read_only import BUSY_TIMEOUT_MS, closed_on_error, connect_uri
 
 # Pause between tries of the WAL switch: short beside the busy timeout, long beside the switch.
@@ -37,10 +38,15 @@ def connect(
             check_same_thread=False,
         )
     with closed_on_error(conn):
+        register_fold(conn)  # chunks.norm (migration 12); connect_uri registers it too
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("PRAGMA foreign_keys = ON")
         if not readonly:
+            if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+                # A new file only (SQLite fixes it with the first table, before WAL): lets
+                # release_free_pages hand back what FTS5 segment merges leave free.
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             _use_wal(conn, busy_timeout_ms)
             conn.execute("PRAGMA synchronous = NORMAL")
             # Deleted rows and freed pages are overwritten with zeros: a redacted or removed
@@ -63,6 +69,14 @@ def _use_wal(conn: sqlite3.Connection, busy_timeout_ms: int) -> None:
             if code not in (_SQLITE_BUSY, _SQLITE_LOCKED) or time.monotonic() >= deadline:
                 raise
             time.sleep(WAL_RETRY_PAUSE_S)
+
+
+def release_free_pages(conn: sqlite3.Connection) -> None:
+    """Give the file's free pages back to the file system (the sync's last step): FTS5 merges
+    free whole segments, a few per cent of a fresh index. Only indexes created with
+    auto_vacuum = INCREMENTAL (by connect, since migration 12's program); a no-op on others.
+    executescript steps the pragma to its end (one execute() step frees one page)."""
+    conn.executescript("PRAGMA incremental_vacuum;")
 
 
 @contextmanager

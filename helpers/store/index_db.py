@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from helpers.store import backfill
@@ -52,7 +53,7 @@ def migrate(
             f"index schema {current} is newer than this program ({SCHEMA_VERSION}); "
             "upgrade MCP-RagDoc or point --data-dir at a fresh folder"
         )
-    for migration in MIGRATIONS[current:upto]:
+    for migration in [m for m in MIGRATIONS if current < m.version <= upto]:
         with write_transaction(conn):
             # Another process may have migrated while we waited for the write lock:
             # re-read under the lock, because ALTER TABLE is not idempotent.
@@ -101,6 +102,25 @@ def index_new_chunks(conn: sqlite3.Connection, first_id: int, last_id: int) -> N
         "AND id < COALESCE((SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?), id + 1)",
         (first_id, last_id, TRIGRAM_BACKFILL_KEY),
     )
+
+
+def index_chunk_rows(conn: sqlite3.Connection, rows: Sequence[tuple[int, str, bool]]) -> None:
+    """index_new_chunks for the chunks just inserted as (id, norm, ocr) in rising id, from the
+    folded text the writer has: reading chunks.norm back would fold a marked row again for each
+    table (helpers.store.fold_sql). The same rows, in the same order."""
+    if not rows:
+        return
+    conn.executemany(
+        "INSERT INTO chunks_words(rowid, norm) VALUES (?, ?)", [(i, n) for i, n, _ in rows]
+    )
+    ocr = [(i, n) for i, n, is_ocr in rows if is_ocr]
+    if ocr:
+        conn.executemany("INSERT INTO chunks_ocr_fts(rowid, norm) VALUES (?, ?)", ocr)
+    cursor = conn.execute(
+        "SELECT CAST(value AS INTEGER) FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,)
+    ).fetchone()
+    trigram = [(i, n) for i, n, _ in rows if cursor is None or i < cursor[0]]
+    conn.executemany("INSERT INTO chunks_fts(rowid, norm) VALUES (?, ?)", trigram)
 
 
 def _adds_existing_column(conn: sqlite3.Connection, statement: str) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from helpers.store.backfill import (
     COMPACT_CHUNKS,
     COMPACT_SECTIONS,
+    FOLD_CHUNKS,
     TRIGRAM_REBUILD,
     Resumable,
     backfill_cjk,
@@ -393,6 +394,67 @@ _FORMAT_VERSION = """
 ALTER TABLE documents ADD COLUMN format_version INTEGER NOT NULL DEFAULT 0;
 """
 
+_FOLD_IN_SQL = """
+-- chunks.norm without a second copy of the text where SQL can fold it: norm_stored = char(1)
+-- (helpers.store.fold_sql.FOLDED_MARK) reads as rag_fold(text), the program's fold() registered
+-- on every connection it opens. Since the marks-free fold, text with any accent stored its whole
+-- folded copy (bench/notes/n-size.md, "Index size"). A connection without rag_fold (the
+-- sqlite3 shell) reads every other column and runs MATCH, but cannot read norm, change or delete
+-- chunks, or run PRAGMA integrity_check (SQLite compiles the column into each). The triggers are
+-- those of migration 8, recreated over the new column; an update that leaves norm as it was (the
+-- backfill below) no longer rewrites the full-text rows. Rows of older programs are converted
+-- batch by batch (helpers.store.backfill.FOLD_CHUNKS, from the id in meta 'fold_chunks_next');
+-- until then they read their stored copy, which is the same text.
+DROP TRIGGER IF EXISTS chunks_words_ad;
+DROP TRIGGER IF EXISTS chunks_words_au;
+DROP TRIGGER IF EXISTS chunks_ocr_ad;
+DROP TRIGGER IF EXISTS chunks_ocr_au;
+DROP TRIGGER IF EXISTS chunks_fts_ad;
+DROP TRIGGER IF EXISTS chunks_fts_au;
+ALTER TABLE chunks DROP COLUMN norm;
+ALTER TABLE chunks ADD COLUMN norm TEXT GENERATED ALWAYS AS (
+    CASE norm_stored WHEN '' THEN lower(text) WHEN char(1) THEN rag_fold(text)
+    ELSE norm_stored END
+) VIRTUAL;
+CREATE TRIGGER IF NOT EXISTS chunks_words_ad AFTER DELETE ON chunks BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_words_au AFTER UPDATE OF norm_stored, text ON chunks
+WHEN old.norm IS NOT new.norm BEGIN
+    INSERT INTO chunks_words(chunks_words, rowid, norm) VALUES ('delete', old.id, old.norm);
+    INSERT INTO chunks_words(rowid, norm) VALUES (new.id, new.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_ad AFTER DELETE ON chunks WHEN old.ocr = 1 BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_ocr_au AFTER UPDATE OF norm_stored, text, ocr ON chunks
+WHEN old.norm IS NOT new.norm OR old.ocr IS NOT new.ocr BEGIN
+    INSERT INTO chunks_ocr_fts(chunks_ocr_fts, rowid, norm)
+    SELECT 'delete', old.id, old.norm WHERE old.ocr = 1;
+    INSERT INTO chunks_ocr_fts(rowid, norm) SELECT new.id, new.norm WHERE new.ocr = 1;
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_ad AFTER DELETE ON chunks WHEN NOT EXISTS (
+    SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
+) BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+END;
+CREATE TRIGGER IF NOT EXISTS chunks_fts_au AFTER UPDATE OF norm_stored, text ON chunks
+WHEN old.norm IS NOT new.norm AND NOT EXISTS (
+    SELECT 1 FROM meta WHERE key = 'trigram_backfill_next' AND CAST(value AS INTEGER) <= old.id
+) BEGIN
+    INSERT INTO chunks_fts(chunks_fts, rowid, norm) VALUES ('delete', old.id, old.norm);
+    INSERT INTO chunks_fts(rowid, norm) VALUES (new.id, new.norm);
+END;
+INSERT INTO meta(key, value)
+SELECT 'fold_chunks_next', '0' WHERE EXISTS (SELECT 1 FROM chunks WHERE norm_stored <> '');
+
+-- A document's file-name row enters doc_names_fts from the writer (document_write), not through
+-- a trigger: each trigger statement made FTS5 write out the pending terms of every full-text
+-- table in the transaction, once per document of a group of small files. Update and delete
+-- keep their triggers.
+DROP TRIGGER IF EXISTS doc_names_ai;
+"""
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _BASE),
@@ -405,6 +467,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, _ONE_TEXT_COPY, resumable=(TRIGRAM_REBUILD,)),
     Migration(9, _COMPACT_ROWS, resumable=(COMPACT_SECTIONS, COMPACT_CHUNKS)),
     Migration(10, _FORMAT_VERSION),
+    # 11 is the unit-level BM25 table of a parallel branch; this entry stands alone either way.
+    Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -413,5 +477,6 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # skipped_files and jobs.skipped_detail, see helpers.store.skipped_files; migration 8 keeps
 # chunks_fts's name and MATCH syntax, and the channels rank it with default bm25 weights;
 # migration 9's encodings are told apart from the older ones row by row, see helpers.store.codec;
-# documents.format_version is read only by the sync's plan).
+# documents.format_version is read only by the sync's plan; migration 12 changes how chunks.norm
+# is stored, not what it reads as, and this program's connections all register rag_fold).
 READABLE_FROM_VERSION = 2

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from helpers.store.fold_sql import register_fold
+
 # Writers hold the lock for one small document or one batch of a big one (about a second,
 # helpers.index.document_write); readers never wait in WAL mode. 30 s lets a cancel or a second
 # sync_kb queue behind a slow batch instead of failing with "database is locked".
@@ -41,14 +43,17 @@ def immutable_is_safe(db_path: Path, exc: sqlite3.OperationalError) -> bool:
 
 
 def connect_uri(uri: str, busy_timeout_ms: int) -> sqlite3.Connection:
-    """Autocommit (explicit BEGIN for writes), usable from any thread, waiting out locks."""
-    return sqlite3.connect(
+    """Autocommit (explicit BEGIN for writes), usable from any thread, waiting out locks, with
+    chunks.norm readable (helpers.store.fold_sql)."""
+    conn = sqlite3.connect(
         uri,
         uri=True,
         isolation_level=None,
         timeout=busy_timeout_ms / 1000,
         check_same_thread=False,
     )
+    register_fold(conn)
+    return conn
 
 
 def connect_read_only(

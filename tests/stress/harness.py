@@ -30,6 +30,7 @@ for _p in (REPO, TESTS):
 
 import rag_service  # noqa: E402
 from helpers.config import Config  # noqa: E402
+from helpers.store.fold_sql import register_fold  # noqa: E402
 from helpers.store.job_rows import ACTIVE_STATES, FINAL_STATES, JobView  # noqa: E402
 
 T = TypeVar("T")
@@ -40,6 +41,7 @@ SANDBOX_MODULE = "helpers.extract.sandbox"
 # -- the index -----------------------------------------------------------------------------------
 def _ro_connect(db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(str(db_path), isolation_level=None, timeout=30)
+    register_fold(conn)  # integrity_check compiles chunks.norm (migration 12)
     conn.row_factory = sqlite3.Row
     return conn
 
