@@ -54,6 +54,7 @@ from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
 from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
+from helpers.lexical.units import channel_units
 from helpers.lexical.variants import channel_variants
 from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage
@@ -94,6 +95,7 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "variants": channel_variants,
     "fuzzy": channel_fuzzy,
     "cjk": channel_cjk,
+    "units": channel_units,  # runs last: it lifts the chunks the others found
 }
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
@@ -172,7 +174,8 @@ def rrf_fuse(
     ranks: dict[int, dict[str, ChannelRank]] = {}
     for result in results:
         weight = weights.get(result.name, 1.0) * result.coverage
-        for rank, (chunk_id, score) in enumerate(result.ranked, start=1):
+        for position, (chunk_id, score) in enumerate(result.ranked, start=1):
+            rank = result.ranks[position - 1] if result.ranks else position
             fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (RRF_K + rank)
             ranks.setdefault(chunk_id, {})[result.name] = ChannelRank(rank, score)
     order = tie_key or (lambda cid: (cid,))
@@ -419,11 +422,16 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     names = options.channels or tuple(LEXICAL_CHANNELS)
     if options.mode == "semantic" and options.semantic is not None:
         names = ()
-    results = [LEXICAL_CHANNELS[name](ctx) for name in names]
+    results = [LEXICAL_CHANNELS[name](ctx) for name in names if name != "units"]
+    semantic: list[tuple[int, float]] = []
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
         if options.mode == "hybrid" and not any(r.ranked for r in results):
             semantic = _hubness_corrected(conn, semantic)
+    if "units" in names:  # unit-level BM25 lifts the chunks the other channels found
+        found = [cid for r in results for cid, _ in r.ranked] + [cid for cid, _ in semantic]
+        results.append(channel_units(ctx, found))
+    if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", semantic))
     fused = fuse_channels(
         results,

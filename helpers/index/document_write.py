@@ -29,6 +29,7 @@ from helpers.safety import FileEntry
 from helpers.secrets import DETECTOR_VERSION
 from helpers.store.codec import pack_child_location, pack_section_text
 from helpers.store.index_db import index_new_chunks, write_transaction
+from helpers.store.units import drop_units, write_units
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -151,9 +152,12 @@ def insert_document(
 ) -> None:
     """Inside a write transaction, the old rows of `doc_id` (if any) already deleted: the
     document's row, name keys, sections and chunks."""
+    if doc_id is not None:
+        drop_units(conn, [doc_id])  # usually gone with the old rows already
     doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
     _write_doc_name(conn, doc_id, entry.rel_path)
     _insert_sections(conn, doc_id, 0, content.sections)
+    _write_units(conn, doc_id, content)
 
 
 def _write_staged(
@@ -192,6 +196,7 @@ def _write_staged(
                 _retire(conn, retired)
             _upsert_document(conn, staged_id, entry, sha256, content, counts=False)
             _write_doc_name(conn, staged_id, entry.rel_path)
+            _write_units(conn, staged_id, content)
     except BaseException as exc:
         # Cancelled or failed: the old version stays. A second error here (a full disk) must
         # not hide the first; what is left stays invisible and the next sync discards it.
@@ -278,10 +283,17 @@ def _insert_staging_row(conn: sqlite3.Connection, entry: FileEntry, sha256: str,
         ).lastrowid
 
 
+def _write_units(conn: sqlite3.Connection, doc_id: int, content: DocumentContent) -> None:
+    """The document's retrieval units, its sections just written (helpers.store.units)."""
+    sections = [(s.text, s.location.page) for s in content.sections]
+    write_units(conn, doc_id, content.title, sections)
+
+
 def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> None:
     """Inside a write transaction: move a document out of sight, to be discarded in batches."""
     row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
     conn.execute("DELETE FROM doc_names WHERE doc_id = ?", (doc_id,))
+    drop_units(conn, [doc_id])  # out of sight: its units leave now, while its sections are here
     conn.execute(
         "UPDATE documents SET path = ?, status = ?, error = ? WHERE id = ?",
         (_staging_path(), STAGING_STATUS, f"{why}: {row['path']}", doc_id),

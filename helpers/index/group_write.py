@@ -36,6 +36,7 @@ from helpers.index.document_write import (
 from helpers.index.pacing import paced_write
 from helpers.safety import FileEntry
 from helpers.store.batched import SQL_PARAMS, rows_in
+from helpers.store.units import drop_units
 
 # Rows (written and replaced) per group transaction: the bound one document already had, ~1 s
 # of write lock at most (0.3-0.7 ms per chunk row with its full-text entries).
@@ -168,6 +169,7 @@ def _write_items(conn: sqlite3.Connection, items: Sequence[_Item]) -> None:
     # keep growing as with a write per document (a semantic generation maps ids to vectors
     # until it is rebuilt, so a deleted id must not come back with other text).
     chunks_upto, sections_upto = max_ids(conn)
+    drop_units(conn, list(existing.values()))  # they need the old sections' text
     for item in items:
         if isinstance(item, _Document):
             doc_id = existing.get(item.entry.rel_path)

@@ -21,6 +21,7 @@ from helpers.store.backfill import (
     backfill_cjk,
     backfill_hubs,
 )
+from helpers.store.units import rebuild_units
 
 
 @dataclass(frozen=True)
@@ -393,6 +394,26 @@ _FORMAT_VERSION = """
 ALTER TABLE documents ADD COLUMN format_version INTEGER NOT NULL DEFAULT 0;
 """
 
+_UNITS = """
+-- Retrieval units for the unit-level BM25 channel (helpers.store.units, helpers.lexical.units):
+-- a run of a document's consecutive sections on one page, else the whole document. units_fts is
+-- contentless (no second copy of the text): helpers.store.units deletes a row with the tokens
+-- recomputed from the sections before they go, and rebuilds the table when meta
+-- 'unit_tokens_version' names another tokenizer (SQLite 3.40 has no contentless_delete).
+CREATE TABLE IF NOT EXISTS units (
+    id INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    first_ordinal INTEGER NOT NULL,     -- sections.ordinal range of the unit, inclusive
+    last_ordinal INTEGER NOT NULL,
+    page INTEGER,                       -- NULL: the unit is the whole document
+    lang TEXT NOT NULL DEFAULT ''       -- Snowball stemmer of its tokens ('' = none)
+);
+CREATE INDEX IF NOT EXISTS units_document ON units(document_id, first_ordinal);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    tokens, content = '', tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'"
+);
+"""
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _BASE),
@@ -405,6 +426,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, _ONE_TEXT_COPY, resumable=(TRIGRAM_REBUILD,)),
     Migration(9, _COMPACT_ROWS, resumable=(COMPACT_SECTIONS, COMPACT_CHUNKS)),
     Migration(10, _FORMAT_VERSION),
+    Migration(11, _UNITS, backfill=rebuild_units),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -413,5 +435,6 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # skipped_files and jobs.skipped_detail, see helpers.store.skipped_files; migration 8 keeps
 # chunks_fts's name and MATCH syntax, and the channels rank it with default bm25 weights;
 # migration 9's encodings are told apart from the older ones row by row, see helpers.store.codec;
-# documents.format_version is read only by the sync's plan).
+# documents.format_version is read only by the sync's plan; units and units_fts, see
+# helpers.lexical.units, which finds nothing without them).
 READABLE_FROM_VERSION = 2

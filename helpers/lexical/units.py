@@ -1,0 +1,131 @@
+"""The units channel: BM25 over whole retrieval units (a page of a paged file, else a document;
+migration 11, helpers.store.units), as evidence for the chunks the other channels found.
+
+A keyword query's terms are spread over a page's title, headings and body, so no single chunk
+holds them all and passage-level channels lose to whole-document BM25 (bench/notes/u-lex.md).
+Here the query is the OR of its tokens (helpers.text.unit_tokens: Snowball stems in the
+languages of the index's units, CJK bigrams, Thai words) over units_fts, ranked by FTS5's
+bm25() (Robertson-Walker Okapi BM25, k1 = 1.2, b = 0.75). The ranked units do not compete as
+hits of their own: each unit's rank goes to every chunk of it that another channel found (one
+rank per unit), so a chunk with passage-level and unit-level evidence wins; a unit no other
+channel reached is represented by its first chunk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable
+
+from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
+from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
+from helpers.store.batched import rows_in
+from helpers.store.units import unit_languages
+from helpers.text.unit_tokens import unit_tokens
+
+# Units ranked per query: as deep as a channel's chunk list goes in practice (a keyword query's
+# answer page is in the first few dozen units whenever BM25 finds it at all).
+UNIT_DEPTH = 100
+_LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def unit_match(raw_query: str, languages: tuple[str, ...]) -> str:
+    """The FTS5 query over units_fts: the OR of the query's distinct tokens (stop words too, as
+    textbook BM25: IDF weighs them), tokenised as the units are in each of `languages`."""
+    forms: dict[str, None] = {}
+    for language in languages or ("",):
+        for token in unit_tokens(raw_query, language):
+            forms.setdefault(fts_phrase(token), None)
+    return " OR ".join(forms)
+
+
+def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The stemming languages of at least LANGUAGE_MIN_SHARE of the index's units (the most
+    common one when none is), cached per database file and newest unit id (every sync that
+    writes a unit changes the key). A language of a few units only (an identifier's slip on a
+    short page) would add query forms that only those units hold: rare forms, so high IDF, and
+    those units would win (bench/notes/u-lex.md, lohelp-nl)."""
+    try:
+        high = conn.execute("SELECT MAX(id) FROM units").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return ()
+        raise
+    path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+    key = (path or f"memory:{id(conn)}", int(high or 0))
+    with _CACHE_LOCK:
+        if key in _LANGUAGES:
+            return _LANGUAGES[key]
+    counts = unit_languages(conn)
+    total = sum(n for _, n in counts)
+    languages = tuple(lang for lang, n in counts if n >= LANGUAGE_MIN_SHARE * total)
+    languages = languages or tuple(lang for lang, _ in counts[:1])
+    with _CACHE_LOCK:
+        _LANGUAGES[key] = languages
+    return languages
+
+
+def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, float]]:
+    """(unit id, -bm25) best first, ties by unit id, with the search filters applied; none on an
+    index without units (schema older than 11, opened read-only)."""
+    match = unit_match(ctx.query.raw, index_languages(ctx.conn))
+    if not match:
+        return []
+    where, params = ctx.filters.sql()
+    sql = (
+        "SELECT f.rowid, f.rank FROM units_fts f JOIN units u ON u.id = f.rowid "
+        f"JOIN documents d ON d.id = u.document_id WHERE units_fts MATCH ? AND {where} "
+        "ORDER BY f.rank, f.rowid LIMIT ?"
+    )
+    try:
+        rows = ctx.conn.execute(sql, [match, *params, depth]).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [(row[0], -row[1]) for row in rows]
+
+
+def units_of(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
+    """Chunk id -> the unit it lies in."""
+    sql = (
+        "SELECT c.id, u.id FROM chunks c JOIN sections s ON s.id = c.section_id "
+        "JOIN units u ON u.document_id = c.document_id "
+        "AND s.ordinal BETWEEN u.first_ordinal AND u.last_ordinal WHERE c.id IN ({marks})"
+    )
+    return {row[0]: row[1] for row in rows_in(conn, sql, chunk_ids)}
+
+
+def first_chunks(conn: sqlite3.Connection, unit_ids: list[int]) -> dict[int, int]:
+    """Unit id -> its first chunk (section order, then chunk order)."""
+    sql = (
+        "SELECT u.id, (SELECT c.id FROM sections s JOIN chunks c ON c.section_id = s.id "
+        "WHERE s.document_id = u.document_id AND s.ordinal >= u.first_ordinal "
+        "AND s.ordinal <= u.last_ordinal ORDER BY s.ordinal, c.ordinal LIMIT 1) "
+        "FROM units u WHERE u.id IN ({marks})"
+    )
+    return {row[0]: row[1] for row in rows_in(conn, sql, unit_ids) if row[1] is not None}
+
+
+def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResult:
+    """The ranked units' evidence on chunks: every chunk of `found` (the other channels'
+    candidates) in a ranked unit, at that unit's rank; a ranked unit with none of them, its first
+    chunk. Without `found` (the channel alone) one chunk per unit, in unit order."""
+    units = ranked_units(ctx)
+    if not units:
+        return ChannelResult("units", [])
+    candidates = list(dict.fromkeys(found))
+    by_unit: dict[int, list[int]] = {}
+    for chunk_id, unit_id in units_of(ctx.conn, candidates).items():
+        by_unit.setdefault(unit_id, []).append(chunk_id)
+    missing = [unit_id for unit_id, _ in units if unit_id not in by_unit]
+    for unit_id, chunk_id in first_chunks(ctx.conn, missing).items():
+        by_unit[unit_id] = [chunk_id]
+    ranked: list[tuple[int, float]] = []
+    ranks: list[int] = []
+    for rank, (unit_id, score) in enumerate(units, start=1):
+        for chunk_id in sorted(by_unit.get(unit_id, ())):
+            ranked.append((chunk_id, score))
+            ranks.append(rank)
+    return ChannelResult("units", ranked, ranks=tuple(ranks))
