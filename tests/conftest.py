@@ -158,6 +158,14 @@ def downgraded_copy(
     return db
 
 
+def undo_migration_11(conn: sqlite3.Connection) -> None:
+    """An index as schema 10 left it: no units, no unit BM25 table."""
+    conn.execute("DROP TABLE IF EXISTS units_fts")
+    conn.execute("DROP TABLE IF EXISTS units")
+    conn.execute("DELETE FROM meta WHERE key = 'unit_tokens_version'")
+    conn.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
+
+
 def undo_migration_9(conn: sqlite3.Connection) -> None:
     """An index as schema 8 left it: sections.text plain, every chunk's location the whole JSON
     object, chunks.text_hash the hex sha256 of its text."""
