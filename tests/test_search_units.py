@@ -47,7 +47,8 @@ def _write(docs: Path) -> None:
     (docs / "dashboards.md").write_text(SPREAD_PAGE, "utf-8")
     for name, text in DISTRACTORS.items():
         (docs / name).write_text(text, "utf-8")
-    (docs / "notes.md").write_text("# Notes\n\nThe zanzibarite sample is in drawer four.\n", "utf-8")
+    notes = "# Notes\n\nThe zanzibarite sample is in drawer four.\n"
+    (docs / "notes.md").write_text(notes, "utf-8")
     write_text_pdf(
         docs / "manual.pdf",
         [
@@ -137,7 +138,8 @@ def test_an_edited_file_leaves_none_of_its_old_words_in_the_unit_table(
     assert rag_service.sync_kb_blocking(synced).state == "succeeded"
     vocab = _vocab(synced.db_path)
     assert "zanzibarit" not in vocab and "basalt" in vocab
-    assert _paths(synced, "zanzibarite", ("units",)) == []
+    assert _paths(synced, "zanzibarite four", ("units",)) == []
+    assert _paths(synced, "basalt five", ("units",)) == ["notes.md"]
     assert vocab == _rebuilt_vocab(synced.db_path, tmp_path)
 
 

@@ -285,7 +285,7 @@ def _insert_staging_row(conn: sqlite3.Connection, entry: FileEntry, sha256: str,
 
 def _write_units(conn: sqlite3.Connection, doc_id: int, content: DocumentContent) -> None:
     """The document's retrieval units, its sections just written (helpers.store.units)."""
-    sections = [(s.text, s.location.page) for s in content.sections]
+    sections = [(s.text, (s.location.section_path, s.location.page)) for s in content.sections]
     write_units(conn, doc_id, content.title, sections)
 
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
 from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
+from helpers.lexical.query_terms import Query
 from helpers.store.batched import rows_in
 from helpers.store.units import unit_languages
 from helpers.text.unit_tokens import unit_tokens
@@ -26,6 +27,16 @@ from helpers.text.unit_tokens import unit_tokens
 # Units ranked per query: as deep as a channel's chunk list goes in practice (a keyword query's
 # answer page is in the first few dozen units whenever BM25 finds it at all).
 UNIT_DEPTH = 100
+# The distinct content words of a query the channel runs for (an identifier's parts count
+# apart). From 2: what a unit adds over a passage is several query words found together in it;
+# for one word it only ranks units by that word's frequency and their length, which the passage
+# channels already weigh. Up to 6: a longer query is a description or a question whose words
+# stand together in the passage that answers it, and summing them over whole documents favours
+# long documents that mention many of them (manru's man-page descriptions, udhr-th2th's
+# articles). Both bounds, like the channel weight, chosen by leave-one-set-out over the public
+# sets (bench/notes/u-lex.md).
+UNIT_MIN_TERMS = 2
+UNIT_MAX_TERMS = 6
 _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -38,6 +49,11 @@ def unit_match(raw_query: str, languages: tuple[str, ...]) -> str:
         for token in unit_tokens(raw_query, language):
             forms.setdefault(fts_phrase(token), None)
     return " OR ".join(forms)
+
+
+def content_tokens(query: Query) -> set[str]:
+    """The distinct unstemmed tokens of the query's content words (an identifier's parts apart)."""
+    return {token for group in query.content for token in unit_tokens(group.text, "")}
 
 
 def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
@@ -66,15 +82,15 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
     return languages
 
 
-def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, float]]:
-    """(unit id, -bm25) best first, ties by unit id, with the search filters applied; none on an
-    index without units (schema older than 11, opened read-only)."""
+def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, int, float]]:
+    """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
+    applied; none on an index without units (schema older than 11, opened read-only)."""
     match = unit_match(ctx.query.raw, index_languages(ctx.conn))
     if not match:
         return []
     where, params = ctx.filters.sql()
     sql = (
-        "SELECT f.rowid, f.rank FROM units_fts f JOIN units u ON u.id = f.rowid "
+        "SELECT f.rowid, u.document_id, f.rank FROM units_fts f JOIN units u ON u.id = f.rowid "
         f"JOIN documents d ON d.id = u.document_id WHERE units_fts MATCH ? AND {where} "
         "ORDER BY f.rank, f.rowid LIMIT ?"
     )
@@ -84,16 +100,12 @@ def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int,
         if "no such table" in str(exc):
             return []
         raise
-    return [(row[0], -row[1]) for row in rows]
+    return [(row[0], row[1], -row[2]) for row in rows]
 
 
-def units_of(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
-    """Chunk id -> the unit it lies in."""
-    sql = (
-        "SELECT c.id, u.id FROM chunks c JOIN sections s ON s.id = c.section_id "
-        "JOIN units u ON u.document_id = c.document_id "
-        "AND s.ordinal BETWEEN u.first_ordinal AND u.last_ordinal WHERE c.id IN ({marks})"
-    )
+def documents_of(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
+    """Chunk id -> its document."""
+    sql = "SELECT id, document_id FROM chunks WHERE id IN ({marks})"
     return {row[0]: row[1] for row in rows_in(conn, sql, chunk_ids)}
 
 
@@ -109,23 +121,32 @@ def first_chunks(conn: sqlite3.Connection, unit_ids: list[int]) -> dict[int, int
 
 
 def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResult:
-    """The ranked units' evidence on chunks: every chunk of `found` (the other channels'
-    candidates) in a ranked unit, at that unit's rank; a ranked unit with none of them, its first
-    chunk. Without `found` (the channel alone) one chunk per unit, in unit order."""
+    """The ranked units' evidence on chunks, by document: documents in the order of their best
+    unit (BM25 of the best passage as the document's score, "MaxP": Dai & Callan, SIGIR 2019),
+    every chunk of `found` (the other channels' candidates) in such a document at its rank; a
+    ranked document with none of them, the first chunk of its best unit. Without `found` (the
+    channel alone) one chunk per document. Inside a document the other channels decide: a
+    manual's pages are cut where its pages end, not where its topics do, and page-level BM25
+    ranked them worse than passages do (bench/notes/u-lex.md, debian-pdf)."""
+    if not UNIT_MIN_TERMS <= len(content_tokens(ctx.query)) <= UNIT_MAX_TERMS:
+        return ChannelResult("units", [])
     units = ranked_units(ctx)
     if not units:
         return ChannelResult("units", [])
-    candidates = list(dict.fromkeys(found))
-    by_unit: dict[int, list[int]] = {}
-    for chunk_id, unit_id in units_of(ctx.conn, candidates).items():
-        by_unit.setdefault(unit_id, []).append(chunk_id)
-    missing = [unit_id for unit_id, _ in units if unit_id not in by_unit]
-    for unit_id, chunk_id in first_chunks(ctx.conn, missing).items():
-        by_unit[unit_id] = [chunk_id]
+    best: dict[int, tuple[int, float]] = {}  # document -> (its best unit, that unit's score)
+    for unit_id, doc_id, score in units:
+        best.setdefault(doc_id, (unit_id, score))
+    by_doc: dict[int, list[int]] = {}
+    for chunk_id, doc_id in documents_of(ctx.conn, list(dict.fromkeys(found))).items():
+        if doc_id in best:
+            by_doc.setdefault(doc_id, []).append(chunk_id)
+    missing = {best[doc][0]: doc for doc in best if doc not in by_doc}
+    for unit_id, chunk_id in first_chunks(ctx.conn, list(missing)).items():
+        by_doc[missing[unit_id]] = [chunk_id]
     ranked: list[tuple[int, float]] = []
     ranks: list[int] = []
-    for rank, (unit_id, score) in enumerate(units, start=1):
-        for chunk_id in sorted(by_unit.get(unit_id, ())):
+    for rank, (doc_id, (_, score)) in enumerate(best.items(), start=1):
+        for chunk_id in sorted(by_doc.get(doc_id, ())):
             ranked.append((chunk_id, score))
             ranks.append(rank)
     return ChannelResult("units", ranked, ranks=tuple(ranks))

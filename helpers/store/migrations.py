@@ -405,7 +405,7 @@ CREATE TABLE IF NOT EXISTS units (
     document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
     first_ordinal INTEGER NOT NULL,     -- sections.ordinal range of the unit, inclusive
     last_ordinal INTEGER NOT NULL,
-    page INTEGER,                       -- NULL: the unit is the whole document
+    page INTEGER,                       -- its first page; NULL: the whole document
     lang TEXT NOT NULL DEFAULT ''       -- Snowball stemmer of its tokens ('' = none)
 );
 CREATE INDEX IF NOT EXISTS units_document ON units(document_id, first_ordinal);

@@ -1,8 +1,9 @@
 """Retrieval units and their contentless BM25 table (migration 11): every SQL statement on
 `units` and `units_fts` lives here.
 
-A unit is a run of a document's consecutive sections on one page (a page of a PDF or of a
-scanned file), else the whole document (sections without a page). `units_fts` holds one row
+A unit is a run of a document's consecutive sections under one outline entry (a PDF's
+bookmarks), else on one page (a PDF without an outline, a scanned file), else the whole
+document. `units_fts` holds one row
 per unit (rowid = units.id) of helpers.text.unit_tokens over its text (the document's title
 first when the unit is the whole document), and stores no copy of that text: a row is deleted
 with the FTS5 'delete' command and the same tokens recomputed from the sections still stored,
@@ -31,7 +32,7 @@ _STAGING_STATUS = "staging"
 
 @dataclass(frozen=True)
 class UnitSpan:
-    """Sections first..last (ordinals, inclusive) of one document, on `page` (None = the whole
+    """Sections first..last (ordinals, inclusive) of one document, from `page` (None = the whole
     document)."""
 
     first: int
@@ -39,18 +40,25 @@ class UnitSpan:
     page: int | None
 
 
-def unit_spans(pages: Sequence[int | None]) -> list[UnitSpan]:
-    """The units of a document whose sections (by ordinal from 0) lie on `pages`: consecutive
-    sections on one page form a unit; sections without a page form the document's unit."""
-    if not pages:
+# Where a section lies, as far as units go: its outline entry (PDF bookmarks) and its page.
+SectionPlace = tuple[tuple[str, ...], int | None]
+
+
+def unit_spans(places: Sequence[SectionPlace]) -> list[UnitSpan]:
+    """The units of a document whose sections (by ordinal from 0) lie at `places`: consecutive
+    sections under one outline entry form a unit (a topic of a manual, on the page it starts);
+    outside an outline, consecutive sections on one page; sections with neither form the
+    document's unit."""
+    if not places:
         return []
-    if all(page is None for page in pages):
-        return [UnitSpan(0, len(pages) - 1, None)]
+    if all(not outline and page is None for outline, page in places):
+        return [UnitSpan(0, len(places) - 1, None)]
+    keys = [outline if outline else page for outline, page in places]
     spans: list[UnitSpan] = []
     start = 0
-    for ordinal in range(1, len(pages) + 1):
-        if ordinal == len(pages) or pages[ordinal] != pages[start]:
-            spans.append(UnitSpan(start, ordinal - 1, pages[start]))
+    for ordinal in range(1, len(places) + 1):
+        if ordinal == len(places) or keys[ordinal] != keys[start]:
+            spans.append(UnitSpan(start, ordinal - 1, places[start][1]))
             start = ordinal
     return spans
 
@@ -61,12 +69,12 @@ def _unit_text(title: str, span: UnitSpan, texts: Sequence[str]) -> str:
 
 
 def write_units(
-    conn: sqlite3.Connection, doc_id: int, title: str, sections: Sequence[tuple[str, int | None]]
+    conn: sqlite3.Connection, doc_id: int, title: str, sections: Sequence[tuple[str, SectionPlace]]
 ) -> None:
-    """Inside a write transaction: the units of a document whose sections (text, page) were
+    """Inside a write transaction: the units of a document whose sections (text, place) were
     just written with ordinals 0..n-1 (its old units already dropped)."""
     texts = [text for text, _ in sections]
-    for span in unit_spans([page for _, page in sections]):
+    for span in unit_spans([place for _, place in sections]):
         text = _unit_text(title, span, texts)
         language = unit_language(text)
         unit_id = conn.execute(
@@ -130,7 +138,7 @@ def rebuild_units(conn: sqlite3.Connection) -> None:
             (doc_id,),
         ).fetchall()
         if rows:
-            sections = [(section_text(text), _page(location)) for text, location in rows]
+            sections = [(section_text(text), _place(location)) for text, location in rows]
             write_units(conn, doc_id, title, sections)
     conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, ?) "
@@ -139,9 +147,10 @@ def rebuild_units(conn: sqlite3.Connection) -> None:
     )
 
 
-def _page(location: str) -> int | None:
-    page = json.loads(location).get("page") if location else None
-    return int(page) if page is not None else None
+def _place(location: str) -> SectionPlace:
+    fields = json.loads(location) if location else {}
+    page = fields.get("page")
+    return tuple(fields.get("section_path") or ()), int(page) if page is not None else None
 
 
 def unit_languages(conn: sqlite3.Connection) -> list[tuple[str, int]]:

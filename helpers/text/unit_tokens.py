@@ -29,7 +29,7 @@ from helpers.text.normalize import fold, fold_marked
 # Bumped whenever unit_tokens(), unit_language() or the unit boundaries change: an index whose
 # meta row 'unit_tokens_version' differs rebuilds its unit table (a contentless row can only be
 # deleted with the exact tokens it was written with).
-UNIT_TOKENS_VERSION = 1
+UNIT_TOKENS_VERSION = 2
 # Characters of a unit read to identify its language (its first lines tell it; as
 # language_id.SAMPLE_CHARS, the identifier's cost grows with the length).
 LANGUAGE_SAMPLE_CHARS = 2000
