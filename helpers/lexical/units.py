@@ -32,8 +32,8 @@ UNIT_DEPTH = 100
 # for one word it only ranks units by that word's frequency and their length, which the passage
 # channels already weigh. Up to 6: a longer query is a description or a question whose words
 # stand together in the passage that answers it, and summing them over whole documents favours
-# long documents that mention many of them (manru's man-page descriptions, udhr-th2th's
-# articles). Both bounds, like the channel weight, chosen by leave-one-set-out over the public
+# long documents that mention many of them (man-page descriptions, articles quoted whole).
+# Both bounds, like the channel weight, chosen by leave-one-set-out over the public
 # sets (bench/notes/u-lex.md).
 UNIT_MIN_TERMS = 2
 UNIT_MAX_TERMS = 6
@@ -41,12 +41,14 @@ _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def unit_match(raw_query: str, languages: tuple[str, ...]) -> str:
-    """The FTS5 query over units_fts: the OR of the query's distinct tokens (stop words too, as
-    textbook BM25: IDF weighs them), tokenised as the units are in each of `languages`."""
+def unit_match(query: Query, languages: tuple[str, ...]) -> str:
+    """The FTS5 query over units_fts: the OR of the query's distinct tokens, tokenised as the
+    units are in each of `languages`, its stop words left out (unless it has only those): a unit
+    that holds none of its content words is no evidence, and the lift would bring it in."""
+    stops = frozenset(g.text for g in query.groups if g.stop and g not in query.content)
     forms: dict[str, None] = {}
     for language in languages or ("",):
-        for token in unit_tokens(raw_query, language):
+        for token in unit_tokens(query.raw, language, stops):
             forms.setdefault(fts_phrase(token), None)
     return " OR ".join(forms)
 
@@ -61,7 +63,7 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
     common one when none is), cached per database file and newest unit id (every sync that
     writes a unit changes the key). A language of a few units only (an identifier's slip on a
     short page) would add query forms that only those units hold: rare forms, so high IDF, and
-    those units would win (bench/notes/u-lex.md, lohelp-nl)."""
+    those units would win (bench/notes/u-lex.md, "Query languages")."""
     try:
         high = conn.execute("SELECT MAX(id) FROM units").fetchone()[0]
     except sqlite3.OperationalError as exc:
@@ -85,7 +87,7 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
 def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, int, float]]:
     """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
     applied; none on an index without units (schema older than 11, opened read-only)."""
-    match = unit_match(ctx.query.raw, index_languages(ctx.conn))
+    match = unit_match(ctx.query, index_languages(ctx.conn))
     if not match:
         return []
     where, params = ctx.filters.sql()
@@ -127,7 +129,7 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
     ranked document with none of them, the first chunk of its best unit. Without `found` (the
     channel alone) one chunk per document. Inside a document the other channels decide: a
     manual's pages are cut where its pages end, not where its topics do, and page-level BM25
-    ranked them worse than passages do (bench/notes/u-lex.md, debian-pdf)."""
+    ranked them worse than passages do (bench/notes/u-lex.md, "PDF manuals")."""
     if not UNIT_MIN_TERMS <= len(content_tokens(ctx.query)) <= UNIT_MAX_TERMS:
         return ChannelResult("units", [])
     units = ranked_units(ctx)

@@ -10,7 +10,8 @@ word is stemmed in the unit's language (identified once from its text, helpers.t
 and stored with the unit) when it is written in that language's script, else in its script's
 default language (English for Latin, Russian for Cyrillic): the English words of a Russian man
 page and the Russian words of a page identified as English get the same stems as everywhere
-else, so no unstemmed form is rare enough to outweigh the rest (bench/notes/u-lex.md, manru). A
+else, so no unstemmed form is rare enough to outweigh the rest (bench/notes/u-lex.md, "Mixed
+languages"). A
 query is tokenised once per language of the index's units.
 
 The table is contentless: a unit's row is deleted with these same tokens recomputed from its
@@ -88,9 +89,9 @@ def unit_language(text: str) -> str:
     return stemming.SNOWBALL_BY_ISO.get(counts.most_common(1)[0][0], "")
 
 
-def unit_tokens(text: str, language: str) -> list[str]:
+def unit_tokens(text: str, language: str, skip: frozenset[str] = frozenset()) -> list[str]:
     """The tokens of `text` for the unit table, stemmed in `language` (a Snowball name, '' for
-    none)."""
+    none), leaving out the words whose folded form is in `skip` (a query's stop words)."""
     out: list[str] = []
     for match in _TOKEN.finditer(fold_marked(text)):
         token = match.group()
@@ -99,7 +100,7 @@ def unit_tokens(text: str, language: str) -> list[str]:
             out.extend(cjk.bigrams(token) if len(token) > 1 else [token])
         elif "\u0e00" <= first <= "\u0e7f":
             out.extend(fold(word) for word in thai.segment(token))
-        else:
+        elif not skip or fold(token) not in skip:
             out.append(_stemmed(language, token))
     return out
 
