@@ -160,6 +160,7 @@ def downgraded_copy(
 
 def undo_migration_11(conn: sqlite3.Connection) -> None:
     """An index as schema 10 left it: no units, no unit BM25 table."""
+    conn.execute("DROP TABLE IF EXISTS units_vocab")
     conn.execute("DROP TABLE IF EXISTS units_fts")
     conn.execute("DROP TABLE IF EXISTS units")
     conn.execute("DELETE FROM meta WHERE key = 'unit_tokens_version'")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
 from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
@@ -41,16 +41,31 @@ _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def unit_match(query: Query, languages: tuple[str, ...]) -> str:
-    """The FTS5 query over units_fts: the OR of the query's distinct tokens, tokenised as the
-    units are in each of `languages`, its stop words left out (unless it has only those): a unit
-    that holds none of its content words is no evidence, and the lift would bring it in."""
+def unit_match(
+    query: Query, languages: tuple[str, ...], units_holding: Callable[[str], int]
+) -> str:
+    """The FTS5 query over units_fts: the OR of the query's distinct tokens, its stop words left
+    out (unless it has only those: a unit that holds none of its content words is no evidence,
+    and the lift would bring it in). A word is tokenised as the units are in each of
+    `languages`, and searched by the form most units hold (`units_holding`): OR-ing its forms
+    would give the form that only a minority language's units hold (a word of the main language
+    left unstemmed in pages identified as another) a high IDF, and those units would win."""
     stops = frozenset(g.text for g in query.groups if g.stop and g not in query.content)
+    per_language = [unit_tokens(query.raw, lang, stops) for lang in languages or ("",)]
     forms: dict[str, None] = {}
-    for language in languages or ("",):
-        for token in unit_tokens(query.raw, language, stops):
-            forms.setdefault(fts_phrase(token), None)
+    for variants in zip(*per_language, strict=True):
+        distinct = list(dict.fromkeys(variants))
+        best = distinct[0] if len(distinct) == 1 else max(distinct, key=units_holding)
+        forms.setdefault(fts_phrase(best), None)
     return " OR ".join(forms)
+
+
+def _units_holding(conn: sqlite3.Connection) -> Callable[[str], int]:
+    def count(token: str) -> int:
+        row = conn.execute("SELECT doc FROM units_vocab WHERE term = ?", (token,)).fetchone()
+        return int(row[0]) if row else 0
+
+    return count
 
 
 def content_tokens(query: Query) -> set[str]:
@@ -87,7 +102,12 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
 def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, int, float]]:
     """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
     applied; none on an index without units (schema older than 11, opened read-only)."""
-    match = unit_match(ctx.query, index_languages(ctx.conn))
+    try:
+        match = unit_match(ctx.query, index_languages(ctx.conn), _units_holding(ctx.conn))
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
     if not match:
         return []
     where, params = ctx.filters.sql()

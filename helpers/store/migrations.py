@@ -412,6 +412,9 @@ CREATE INDEX IF NOT EXISTS units_document ON units(document_id, first_ordinal);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     tokens, content = '', tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'"
 );
+-- How many units hold each token: a query word's forms in several languages are searched by
+-- the one most units hold (helpers.lexical.units).
+CREATE VIRTUAL TABLE IF NOT EXISTS units_vocab USING fts5vocab(units_fts, 'row');
 """
 
 
