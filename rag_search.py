@@ -13,7 +13,8 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
   units     BM25 over whole units (a PDF's outline entry or page, else a document) of 2-6-word
-            queries: its documents lift the chunks the others found (helpers.lexical.units)
+            queries: its documents lift the chunks the others found (helpers.lexical.units;
+            lexical side alone only)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
@@ -430,8 +431,11 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
         if options.mode == "hybrid" and not any(r.ranked for r in results):
             semantic = _hubness_corrected(conn, semantic)
-    if "units" in names:  # unit-level BM25 lifts the chunks the other channels found
-        found = [cid for r in results for cid, _ in r.ranked] + [cid for cid, _ in semantic]
+    # Unit-level BM25 lifts the chunks the other channels found, when the lexical side is alone:
+    # beside the semantic side it gave a whole document's chunks the same lexical evidence,
+    # which flattened the lexical margin the hybrid mix reads (bench/notes/u-lex.md, "Hybrid").
+    if "units" in names and options.semantic is None:
+        found = [cid for r in results for cid, _ in r.ranked]
         results.append(channel_units(ctx, found))
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", semantic))
