@@ -68,24 +68,41 @@ def _unit_text(title: str, span: UnitSpan, texts: Sequence[str]) -> str:
     return f"{title}\n{body}" if span.page is None else body
 
 
-def write_units(
-    conn: sqlite3.Connection, doc_id: int, title: str, sections: Sequence[tuple[str, SectionPlace]]
-) -> None:
-    """Inside a write transaction: the units of a document whose sections (text, place) were
-    just written with ordinals 0..n-1 (its old units already dropped)."""
+@dataclass(frozen=True)
+class PreparedUnit:
+    """A unit's row before it is written: its span, stemming language and tokens."""
+
+    span: UnitSpan
+    language: str
+    tokens: str
+
+
+def prepare_units(
+    title: str, sections: Sequence[tuple[str, SectionPlace]]
+) -> tuple[PreparedUnit, ...]:
+    """The units of a document whose sections are (text, place), ordinals 0..n-1: computed
+    before the write transaction (language identification and stemming take the time a write
+    lock must not be held for)."""
     texts = [text for text, _ in sections]
+    out: list[PreparedUnit] = []
     for span in unit_spans([place for _, place in sections]):
         text = _unit_text(title, span, texts)
         language = unit_language(text)
+        out.append(PreparedUnit(span, language, " ".join(unit_tokens(text, language))))
+    return tuple(out)
+
+
+def write_units(conn: sqlite3.Connection, doc_id: int, units: Sequence[PreparedUnit]) -> None:
+    """Inside a write transaction: a document's units, its sections just written (its old
+    units already dropped)."""
+    for unit in units:
+        span = unit.span
         unit_id = conn.execute(
             "INSERT INTO units(document_id, first_ordinal, last_ordinal, page, lang) "
             "VALUES (?,?,?,?,?)",
-            (doc_id, span.first, span.last, span.page, language),
+            (doc_id, span.first, span.last, span.page, unit.language),
         ).lastrowid
-        conn.execute(
-            "INSERT INTO units_fts(rowid, tokens) VALUES (?, ?)",
-            (unit_id, " ".join(unit_tokens(text, language))),
-        )
+        conn.execute("INSERT INTO units_fts(rowid, tokens) VALUES (?, ?)", (unit_id, unit.tokens))
 
 
 def drop_units(conn: sqlite3.Connection, doc_ids: Iterable[int]) -> None:
@@ -139,7 +156,7 @@ def rebuild_units(conn: sqlite3.Connection) -> None:
         ).fetchall()
         if rows:
             sections = [(section_text(text), _place(location)) for text, location in rows]
-            write_units(conn, doc_id, title, sections)
+            write_units(conn, doc_id, prepare_units(title, sections))
     conn.execute(
         "INSERT INTO meta(key, value) VALUES (?, ?) "
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
