@@ -12,6 +12,9 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   variants  split/joined words: data base <-> database (helpers.lexical.variants)
   fuzzy     OCR misreadings, only inside OCR chunks (helpers.lexical.ocr_fuzzy)
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
+  units     BM25 over whole units (a PDF's outline entry or page, else a document) of 2-6-word
+            queries: its documents lift the chunks the others found (helpers.lexical.units;
+            lexical side alone only)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
@@ -54,6 +57,7 @@ from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
 from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
+from helpers.lexical.units import channel_units
 from helpers.lexical.variants import channel_variants
 from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage
@@ -94,6 +98,7 @@ LEXICAL_CHANNELS: dict[str, Callable[[SearchContext], ChannelResult]] = {
     "variants": channel_variants,
     "fuzzy": channel_fuzzy,
     "cjk": channel_cjk,
+    "units": channel_units,  # runs last: it lifts the chunks the others found
 }
 
 TieKey = tuple[str, int, int, int]  # (path, section ordinal, chunk ordinal, chunk id)
@@ -172,7 +177,8 @@ def rrf_fuse(
     ranks: dict[int, dict[str, ChannelRank]] = {}
     for result in results:
         weight = weights.get(result.name, 1.0) * result.coverage
-        for rank, (chunk_id, score) in enumerate(result.ranked, start=1):
+        for position, (chunk_id, score) in enumerate(result.ranked, start=1):
+            rank = result.ranks[position - 1] if result.ranks else position
             fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (RRF_K + rank)
             ranks.setdefault(chunk_id, {})[result.name] = ChannelRank(rank, score)
     order = tie_key or (lambda cid: (cid,))
@@ -419,11 +425,19 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     names = options.channels or tuple(LEXICAL_CHANNELS)
     if options.mode == "semantic" and options.semantic is not None:
         names = ()
-    results = [LEXICAL_CHANNELS[name](ctx) for name in names]
+    results = [LEXICAL_CHANNELS[name](ctx) for name in names if name != "units"]
+    semantic: list[tuple[int, float]] = []
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
         if options.mode == "hybrid" and not any(r.ranked for r in results):
             semantic = _hubness_corrected(conn, semantic)
+    # Unit-level BM25 lifts the chunks the other channels found, when the lexical side is alone:
+    # beside the semantic side it gave a whole document's chunks the same lexical evidence,
+    # which flattened the lexical margin the hybrid mix reads (bench/notes/u-lex.md, "Hybrid").
+    if "units" in names and options.semantic is None:
+        found = [cid for r in results for cid, _ in r.ranked]
+        results.append(channel_units(ctx, found))
+    if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", semantic))
     fused = fuse_channels(
         results,

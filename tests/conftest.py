@@ -162,7 +162,7 @@ def downgraded_copy(
 
 
 def undo_migration_12(conn: sqlite3.Connection) -> None:
-    """An index as schema 10 left it: chunks.norm_stored holds fold(text) wherever lower(text)
+    """An index as schema 11 left it: chunks.norm_stored holds fold(text) wherever lower(text)
     does not give it, under migration 8's generated column and triggers; doc_names_fts follows
     doc_names inserts through a trigger."""
     from helpers.store import index_db, migrations
@@ -182,6 +182,16 @@ def undo_migration_12(conn: sqlite3.Connection) -> None:
         if statement.startswith("CREATE TRIGGER IF NOT EXISTS doc_names_ai"):
             conn.execute(statement)
     conn.execute("DELETE FROM meta WHERE key = 'fold_chunks_next'")
+    conn.execute("UPDATE meta SET value = '11' WHERE key = 'schema_version'")
+
+
+def undo_migration_11(conn: sqlite3.Connection) -> None:
+    """An index as schema 10 left it: no units, no unit BM25 table (and migration 12 undone)."""
+    undo_migration_12(conn)
+    conn.execute("DROP TABLE IF EXISTS units_vocab")
+    conn.execute("DROP TABLE IF EXISTS units_fts")
+    conn.execute("DROP TABLE IF EXISTS units")
+    conn.execute("DELETE FROM meta WHERE key = 'unit_tokens_version'")
     conn.execute("UPDATE meta SET value = '10' WHERE key = 'schema_version'")
 
 
@@ -193,7 +203,7 @@ def undo_migration_9(conn: sqlite3.Connection) -> None:
 
     from helpers.store.codec import child_location, section_text
 
-    undo_migration_12(conn)
+    undo_migration_12(conn)  # units (11) stay: a read-only schema-8 copy answers as it is
     sections = conn.execute("SELECT id, text, location FROM sections").fetchall()
     conn.executemany(
         "UPDATE sections SET text = ? WHERE id = ?", [(section_text(t), i) for i, t, _ in sections]

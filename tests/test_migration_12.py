@@ -1,5 +1,5 @@
 """Migration 12: chunks.norm is computed by SQL (rag_fold) where only the stored copy gave it, so
-accented, Cyrillic and CJK text is stored once. A fresh index and an upgraded schema-10 index
+accented, Cyrillic and CJK text is stored once. A fresh index and an upgraded schema-11 index
 store and answer the same; the full-text tables stay consistent through re-syncs and removals;
 a program without the function (the sqlite3 shell) still reads the text and runs MATCH."""
 
@@ -83,7 +83,7 @@ def _consistent(db: Path) -> None:
             conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
 
 
-def _schema_10_copy(config: Config, target: Path) -> Config:
+def _schema_11_copy(config: Config, target: Path) -> Config:
     db = downgraded_copy(config.db_path, target, undo_migration_12)
     return dataclasses.replace(config, data_dir=target, db_path=db)
 
@@ -113,13 +113,13 @@ def test_a_fresh_index_stores_a_folded_copy_only_where_sql_cannot_fold_for_good(
     }
 
 
-def test_a_schema_10_index_migrates_in_batches_to_what_a_fresh_sync_stores(
+def test_a_schema_11_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     synced: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fresh, answers = _stored(synced.db_path), _answers(synced)
-    old = _schema_10_copy(synced, tmp_path / "old")
+    old = _schema_11_copy(synced, tmp_path / "old")
     with closing(sqlite3.connect(old.db_path)) as conn:
-        assert index_db.schema_version(conn) == 10
+        assert index_db.schema_version(conn) == 11
         chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         copies = conn.execute("SELECT COUNT(*) FROM chunks WHERE norm_stored <> ''").fetchone()[0]
         triggers = {
@@ -154,7 +154,7 @@ def test_a_half_converted_index_answers_the_same_and_a_killed_backfill_resumes(
     synced: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fresh, answers = _stored(synced.db_path), _answers(synced)
-    old = _schema_10_copy(synced, tmp_path / "old")
+    old = _schema_11_copy(synced, tmp_path / "old")
     monkeypatch.setattr(backfill, "FOLD_BACKFILL_ROWS", 3)
 
     def killed(_: float) -> None:

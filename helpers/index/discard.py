@@ -18,6 +18,7 @@ from helpers.index.pacing import paced_write
 from helpers.lexical.common import hidden_document_ids
 from helpers.store.batched import in_batches
 from helpers.store.connection import write_transaction
+from helpers.store.units import drop_units
 
 # Chunk rows deleted per transaction: as document_write.SINGLE_TRANSACTION_CHUNKS, ~1 s of
 # write lock at most (0.3-0.7 ms per chunk row with its FTS entries, bench/faults/big_doc_lock.py).
@@ -45,6 +46,7 @@ def discard_document(
         if should_stop is not None and should_stop():
             return False
         with paced_write(conn):
+            drop_units(conn, [doc_id])  # usually none left: _retire dropped them
             ids = [
                 r[0]
                 for r in conn.execute(
@@ -77,7 +79,9 @@ def discard_document(
 
 def delete_document_rows(conn: sqlite3.Connection, doc_id: int) -> None:
     """Inside a write transaction: a small document's chunks and sections at once."""
-    # The full-text rows leave with their chunks through triggers (migrations 2, 4 and 8).
+    # The full-text rows leave with their chunks through triggers (migrations 2, 4 and 8); the
+    # unit rows need the sections' text, so they go first (helpers.store.units).
+    drop_units(conn, [doc_id])
     conn.execute("DELETE FROM chunks WHERE document_id = ?", (doc_id,))
     conn.execute("DELETE FROM sections WHERE document_id = ?", (doc_id,))
 
@@ -92,7 +96,10 @@ def delete_rows_of(
     up to `chunks_upto` / `sections_upto` when given: the rows a group's new ones replace),
     chunks in one statement in id order. FTS5 writes its pending terms out as a new segment
     whenever the row id goes down, so per-document deletes between a group's inserts cost a
-    segment each; this costs one."""
+    segment each; this costs one. Without caps the documents' units go too; with them the
+    caller dropped the old units before writing the new ones (group_write._write_items)."""
+    if chunks_upto is None and sections_upto is None:
+        drop_units(conn, doc_ids)
     chunk_cap = "" if chunks_upto is None else f" AND id <= {int(chunks_upto)}"
     section_cap = "" if sections_upto is None else f" AND id <= {int(sections_upto)}"
     for part, marks in in_batches(doc_ids):
@@ -107,7 +114,7 @@ def delete_rows_of(
 # FTS5 deletes only mark rows deleted: a removed row's terms stay in the older index segments
 # until they are merged. 'optimize' merges every segment into one without them (with
 # secure_delete, the freed pages are zeroed), and a TRUNCATE checkpoint empties the WAL.
-PURGED_FTS_TABLES = ("chunks_fts", "chunks_words", "chunks_ocr_fts", "chunks_cjk")
+PURGED_FTS_TABLES = ("chunks_fts", "chunks_words", "chunks_ocr_fts", "chunks_cjk", "units_fts")
 PURGE_PENDING_KEY = "fts_purge_pending"  # meta row: a purge is owed (survives a cancel or kill)
 
 

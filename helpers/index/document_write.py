@@ -29,6 +29,7 @@ from helpers.secrets import DETECTOR_VERSION
 from helpers.store.codec import pack_child_location, pack_section_text
 from helpers.store.fold_sql import FOLDED_MARK, primed_folds, stored_norm
 from helpers.store.index_db import index_chunk_rows, write_transaction
+from helpers.store.units import PreparedUnit, drop_units, prepare_units, write_units
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -130,6 +131,7 @@ def write_document(
     ).fetchone()
     old_chunks = old["chunk_count"] if old else 0
     if new_chunks + old_chunks <= SINGLE_TRANSACTION_CHUNKS:
+        units = document_units(content)
         with paced_write(conn):
             row = conn.execute(
                 "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
@@ -137,7 +139,7 @@ def write_document(
             doc_id = row["id"] if row else None
             if doc_id is not None:
                 delete_document_rows(conn, doc_id)
-            insert_document(conn, doc_id, entry, sha256, content)
+            insert_document(conn, doc_id, entry, sha256, content, units)
         return
     _write_staged(conn, entry, sha256, content, observer)
 
@@ -148,12 +150,17 @@ def insert_document(
     entry: FileEntry,
     sha256: str,
     content: DocumentContent,
+    units: Sequence[PreparedUnit] | None = None,
 ) -> None:
     """Inside a write transaction, the old rows of `doc_id` (if any) already deleted: the
-    document's row, name keys, sections and chunks."""
+    document's row, name keys, sections, chunks and units (`units` as document_units gave them
+    before the transaction; computed here when None)."""
+    if doc_id is not None:
+        drop_units(conn, [doc_id])  # usually gone with the old rows already
     doc_id = _upsert_document(conn, doc_id, entry, sha256, content)
     _write_doc_name(conn, doc_id, entry.rel_path)
     _insert_sections(conn, doc_id, 0, content.sections)
+    write_units(conn, doc_id, document_units(content) if units is None else units)
 
 
 def _write_staged(
@@ -183,6 +190,7 @@ def _write_staged(
             progress = FileProgress(written, total, "chunks written")
             report_file_progress(observer, entry.rel_path, entry.size, progress)
         check_cancel()
+        units = document_units(content)
         with paced_write(conn):
             old = conn.execute(
                 "SELECT id FROM documents WHERE path = ?", (entry.rel_path,)
@@ -192,6 +200,7 @@ def _write_staged(
                 _retire(conn, retired)
             _upsert_document(conn, staged_id, entry, sha256, content, counts=False)
             _write_doc_name(conn, staged_id, entry.rel_path)
+            write_units(conn, staged_id, units)
     except BaseException as exc:
         # Cancelled or failed: the old version stays. A second error here (a full disk) must
         # not hide the first; what is left stays invisible and the next sync discards it.
@@ -278,10 +287,17 @@ def _insert_staging_row(conn: sqlite3.Connection, entry: FileEntry, sha256: str,
         ).lastrowid
 
 
+def document_units(content: DocumentContent) -> tuple[PreparedUnit, ...]:
+    """The document's retrieval units (helpers.store.units), computed outside the write lock."""
+    sections = [(s.text, (s.location.section_path, s.location.page)) for s in content.sections]
+    return prepare_units(content.title, sections)
+
+
 def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> None:
     """Inside a write transaction: move a document out of sight, to be discarded in batches."""
     row = conn.execute("SELECT path FROM documents WHERE id = ?", (doc_id,)).fetchone()
     conn.execute("DELETE FROM doc_names WHERE doc_id = ?", (doc_id,))
+    drop_units(conn, [doc_id])  # out of sight: its units leave now, while its sections are here
     conn.execute(
         "UPDATE documents SET path = ?, status = ?, error = ? WHERE id = ?",
         (_staging_path(), STAGING_STATUS, f"{why}: {row['path']}", doc_id),

@@ -25,6 +25,7 @@ from helpers.index.document_write import (
     SINGLE_TRANSACTION_CHUNKS,
     DocumentContent,
     WriteObserver,
+    document_units,
     insert_document,
     max_ids,
     record_failure,
@@ -36,6 +37,7 @@ from helpers.index.document_write import (
 from helpers.index.pacing import paced_write
 from helpers.safety import FileEntry
 from helpers.store.batched import SQL_PARAMS, rows_in
+from helpers.store.units import PreparedUnit, drop_units
 
 # Rows (written and replaced) per group transaction: the bound one document already had, ~1 s
 # of write lock at most (0.3-0.7 ms per chunk row with its full-text entries).
@@ -53,6 +55,7 @@ class _Document:
     entry: FileEntry
     sha256: str
     content: DocumentContent
+    units: tuple[PreparedUnit, ...]  # computed when the file is added, outside the write lock
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,7 @@ class WriteGroup:
             self.flush()
             write_document(self._conn, entry, sha256, content, self._observer)
             return
-        self._add(_Document(entry, sha256, content), rows)
+        self._add(_Document(entry, sha256, content, document_units(content)), rows)
 
     def write_failure(self, entry: FileEntry, sha256: str, reason: str) -> None:
         rows = self._old_rows(entry)
@@ -168,10 +171,11 @@ def _write_items(conn: sqlite3.Connection, items: Sequence[_Item]) -> None:
     # keep growing as with a write per document (a semantic generation maps ids to vectors
     # until it is rebuilt, so a deleted id must not come back with other text).
     chunks_upto, sections_upto = max_ids(conn)
+    drop_units(conn, list(existing.values()))  # they need the old sections' text
     for item in items:
         if isinstance(item, _Document):
             doc_id = existing.get(item.entry.rel_path)
-            insert_document(conn, doc_id, item.entry, item.sha256, item.content)
+            insert_document(conn, doc_id, item.entry, item.sha256, item.content, item.units)
         elif isinstance(item, _Failure):
             doc_id = existing.get(item.entry.rel_path)
             record_failure(conn, doc_id, item.entry, item.sha256, item.reason)

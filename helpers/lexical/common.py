@@ -86,6 +86,9 @@ class ChannelResult:
     # Share of the query's content terms the channel searched for: a channel that saw one word
     # of five gets a fifth of its weight in fusion, so a partial view cannot outvote a full one.
     coverage: float = 1.0
+    # Each entry's rank in fusion when it is not its position (the units channel gives every
+    # chunk of a unit that unit's rank); empty = positions 1, 2, ...
+    ranks: tuple[int, ...] = ()
 
 
 @dataclass

@@ -120,9 +120,19 @@ def _margin(top: float, second: float) -> float:
     return (top - second) / top if top > 0 else 0.0
 
 
+# Channels whose rank is not the chunk's own: the units channel gives every chunk of a unit that
+# unit's rank, so it says nothing about whether this passage is the one (helpers.lexical.units).
+SHARED_RANK_CHANNELS = frozenset({"units"})
+
+
 def _best_rank(hits: list[Hit], lexical: bool) -> int | None:
     """Best rank of these hits in the lexical channels (or in the semantic one); None: none."""
-    ranks = [c.rank for h in hits for n, c in h.channels.items() if (n != "semantic") == lexical]
+    ranks = [
+        c.rank
+        for h in hits
+        for n, c in h.channels.items()
+        if (n != "semantic") == lexical and n not in SHARED_RANK_CHANNELS
+    ]
     return min(ranks) if ranks else None
 
 

@@ -26,6 +26,7 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "variants": 1.0,
     "fuzzy": 1.0,
     "cjk": 1.0,
+    "units": 1.0,  # unit-level BM25 (helpers.lexical.units; leave-one-set-out, u-lex.md)
     "semantic": 1.0,
 }
 # Hybrid: per query, the share of lexical evidence in a section's score (the rest is the min-max

@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from helpers.store import backfill
+from helpers.store import backfill, units
 from helpers.store.backfill import TRIGRAM_BACKFILL_KEY
 from helpers.store.connection import connect, write_transaction
 from helpers.store.migrations import MIGRATIONS, READABLE_FROM_VERSION, SCHEMA_VERSION
@@ -73,6 +73,8 @@ def migrate(
                 "INSERT OR IGNORE INTO meta(key, value) VALUES ('created_at', ?)",
                 (str(time.time()),),
             )
+    if schema_version(conn) >= units.UNITS_SCHEMA:  # rows follow their tokenizer
+        units.ensure_current(conn)
     run_backfills(conn, bounded=not full_backfill)
     return upto
 

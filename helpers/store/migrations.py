@@ -22,6 +22,7 @@ from helpers.store.backfill import (
     backfill_cjk,
     backfill_hubs,
 )
+from helpers.store.units import rebuild_units
 
 
 @dataclass(frozen=True)
@@ -394,6 +395,30 @@ _FORMAT_VERSION = """
 ALTER TABLE documents ADD COLUMN format_version INTEGER NOT NULL DEFAULT 0;
 """
 
+_UNITS = """
+-- Retrieval units for the unit-level BM25 channel (helpers.store.units, helpers.lexical.units):
+-- a run of a document's consecutive sections on one page, else the whole document. units_fts is
+-- contentless (no second copy of the text): helpers.store.units deletes a row with the tokens
+-- recomputed from the sections before they go, and rebuilds the table when meta
+-- 'unit_tokens_version' names another tokenizer (SQLite 3.40 has no contentless_delete).
+CREATE TABLE IF NOT EXISTS units (
+    id INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    first_ordinal INTEGER NOT NULL,     -- sections.ordinal range of the unit, inclusive
+    last_ordinal INTEGER NOT NULL,
+    page INTEGER,                       -- its first page; NULL: the whole document
+    lang TEXT NOT NULL DEFAULT ''       -- Snowball stemmer of its tokens ('' = none)
+);
+CREATE INDEX IF NOT EXISTS units_document ON units(document_id, first_ordinal);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    tokens, content = '', tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*'"
+);
+-- How many units hold each token: a query word's forms in several languages are searched by
+-- the one most units hold (helpers.lexical.units).
+CREATE VIRTUAL TABLE IF NOT EXISTS units_vocab USING fts5vocab(units_fts, 'row');
+"""
+
+
 _FOLD_IN_SQL = """
 -- chunks.norm without a second copy of the text where SQL can fold it: norm_stored = char(1)
 -- (helpers.store.fold_sql.FOLDED_MARK) reads as rag_fold(text), the program's fold() registered
@@ -467,7 +492,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, _ONE_TEXT_COPY, resumable=(TRIGRAM_REBUILD,)),
     Migration(9, _COMPACT_ROWS, resumable=(COMPACT_SECTIONS, COMPACT_CHUNKS)),
     Migration(10, _FORMAT_VERSION),
-    # 11 is the unit-level BM25 table of a parallel branch; this entry stands alone either way.
+    Migration(11, _UNITS, backfill=rebuild_units),
     Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
@@ -477,6 +502,7 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # skipped_files and jobs.skipped_detail, see helpers.store.skipped_files; migration 8 keeps
 # chunks_fts's name and MATCH syntax, and the channels rank it with default bm25 weights;
 # migration 9's encodings are told apart from the older ones row by row, see helpers.store.codec;
-# documents.format_version is read only by the sync's plan; migration 12 changes how chunks.norm
+# documents.format_version is read only by the sync's plan; units and units_fts, see
+# helpers.lexical.units, which finds nothing without them; migration 12 changes how chunks.norm
 # is stored, not what it reads as, and this program's connections all register rag_fold).
 READABLE_FROM_VERSION = 2

@@ -73,6 +73,19 @@ _CYRILLIC_WORD = re.compile("^[\u0400-\u04ff]+$")
 _LETTERS = re.compile(r"^[^\W\d_]+$")
 
 
+def snowball(language: str) -> Any | None:
+    """The Snowball stemmer of `language` (a snowballstemmer name), None when unavailable."""
+    return _stemmer(language)
+
+
+def default_languages(word: str) -> tuple[str, ...]:
+    """The stemmers of a word when the index names none: English for Latin, Russian for
+    Cyrillic."""
+    if _CYRILLIC_WORD.match(word):
+        return (DEFAULT_CYRILLIC,)
+    return (DEFAULT_LATIN,) if _LATIN_WORD.match(word) else ()
+
+
 @lru_cache(maxsize=len(set(SNOWBALL_BY_ISO.values())))
 def _stemmer(language: str) -> Any | None:
     try:

@@ -1,0 +1,174 @@
+"""The units channel: BM25 over whole retrieval units (a page of a paged file, else a document;
+migration 11, helpers.store.units), as evidence for the chunks the other channels found.
+
+A keyword query's terms are spread over a page's title, headings and body, so no single chunk
+holds them all and passage-level channels lose to whole-document BM25 (bench/notes/u-lex.md).
+Here the query is the OR of its tokens (helpers.text.unit_tokens: Snowball stems in the
+languages of the index's units, CJK bigrams, Thai words) over units_fts, ranked by FTS5's
+bm25() (Robertson-Walker Okapi BM25, k1 = 1.2, b = 0.75). The ranked units do not compete as
+hits of their own: each unit's rank goes to every chunk of it that another channel found (one
+rank per unit), so a chunk with passage-level and unit-level evidence wins; a unit no other
+channel reached is represented by its first chunk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable
+
+from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
+from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
+from helpers.lexical.query_terms import Query
+from helpers.store.batched import rows_in
+from helpers.store.units import unit_languages
+from helpers.text.unit_tokens import unit_tokens
+
+# Units ranked per query: as deep as a channel's chunk list goes in practice (a keyword query's
+# answer page is in the first few dozen units whenever BM25 finds it at all).
+UNIT_DEPTH = 100
+# The distinct content words of a query the channel runs for (an identifier's parts count
+# apart). From 2: what a unit adds over a passage is several query words found together in it;
+# for one word it only ranks units by that word's frequency and their length, which the passage
+# channels already weigh. Up to 6: a longer query is a description or a question whose words
+# stand together in the passage that answers it, and summing them over whole documents favours
+# long documents that mention many of them (man-page descriptions, articles quoted whole).
+# Both bounds, like the channel weight, chosen by leave-one-set-out over the public
+# sets (bench/notes/u-lex.md).
+UNIT_MIN_TERMS = 2
+UNIT_MAX_TERMS = 6
+_LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def unit_match(
+    query: Query, languages: tuple[str, ...], units_holding: Callable[[str], int]
+) -> str:
+    """The FTS5 query over units_fts: the OR of the query's distinct tokens, its stop words left
+    out (unless it has only those: a unit that holds none of its content words is no evidence,
+    and the lift would bring it in). A word is tokenised as the units are in each of
+    `languages`, and searched by the form most units hold (`units_holding`): OR-ing its forms
+    would give the form that only a minority language's units hold (a word of the main language
+    left unstemmed in pages identified as another) a high IDF, and those units would win."""
+    stops = frozenset(g.text for g in query.groups if g.stop and g not in query.content)
+    per_language = [unit_tokens(query.raw, lang, stops) for lang in languages or ("",)]
+    forms: dict[str, None] = {}
+    for variants in zip(*per_language, strict=True):
+        distinct = list(dict.fromkeys(variants))
+        best = distinct[0] if len(distinct) == 1 else max(distinct, key=units_holding)
+        forms.setdefault(fts_phrase(best), None)
+    return " OR ".join(forms)
+
+
+def _units_holding(conn: sqlite3.Connection) -> Callable[[str], int]:
+    def count(token: str) -> int:
+        row = conn.execute("SELECT doc FROM units_vocab WHERE term = ?", (token,)).fetchone()
+        return int(row[0]) if row else 0
+
+    return count
+
+
+def content_tokens(query: Query) -> set[str]:
+    """The distinct unstemmed tokens of the query's content words (an identifier's parts apart)."""
+    return {token for group in query.content for token in unit_tokens(group.text, "")}
+
+
+def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
+    """The stemming languages of at least LANGUAGE_MIN_SHARE of the index's units (the most
+    common one when none is), cached per database file and newest unit id (every sync that
+    writes a unit changes the key). A language of a few units only (an identifier's slip on a
+    short page) would add query forms that only those units hold: rare forms, so high IDF, and
+    those units would win (bench/notes/u-lex.md, "Query languages")."""
+    try:
+        high = conn.execute("SELECT MAX(id) FROM units").fetchone()[0]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return ()
+        raise
+    path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+    key = (path or f"memory:{id(conn)}", int(high or 0))
+    with _CACHE_LOCK:
+        if key in _LANGUAGES:
+            return _LANGUAGES[key]
+    counts = unit_languages(conn)
+    total = sum(n for _, n in counts)
+    languages = tuple(lang for lang, n in counts if n >= LANGUAGE_MIN_SHARE * total)
+    languages = languages or tuple(lang for lang, _ in counts[:1])
+    with _CACHE_LOCK:
+        _LANGUAGES[key] = languages
+    return languages
+
+
+def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, int, float]]:
+    """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
+    applied; none on an index without units (schema older than 11, opened read-only)."""
+    try:
+        match = unit_match(ctx.query, index_languages(ctx.conn), _units_holding(ctx.conn))
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    if not match:
+        return []
+    where, params = ctx.filters.sql()
+    sql = (
+        "SELECT f.rowid, u.document_id, f.rank FROM units_fts f JOIN units u ON u.id = f.rowid "
+        f"JOIN documents d ON d.id = u.document_id WHERE units_fts MATCH ? AND {where} "
+        "ORDER BY f.rank, f.rowid LIMIT ?"
+    )
+    try:
+        rows = ctx.conn.execute(sql, [match, *params, depth]).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [(row[0], row[1], -row[2]) for row in rows]
+
+
+def documents_of(conn: sqlite3.Connection, chunk_ids: list[int]) -> dict[int, int]:
+    """Chunk id -> its document."""
+    sql = "SELECT id, document_id FROM chunks WHERE id IN ({marks})"
+    return {row[0]: row[1] for row in rows_in(conn, sql, chunk_ids)}
+
+
+def first_chunks(conn: sqlite3.Connection, unit_ids: list[int]) -> dict[int, int]:
+    """Unit id -> its first chunk (section order, then chunk order)."""
+    sql = (
+        "SELECT u.id, (SELECT c.id FROM sections s JOIN chunks c ON c.section_id = s.id "
+        "WHERE s.document_id = u.document_id AND s.ordinal >= u.first_ordinal "
+        "AND s.ordinal <= u.last_ordinal ORDER BY s.ordinal, c.ordinal LIMIT 1) "
+        "FROM units u WHERE u.id IN ({marks})"
+    )
+    return {row[0]: row[1] for row in rows_in(conn, sql, unit_ids) if row[1] is not None}
+
+
+def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResult:
+    """The ranked units' evidence on chunks, by document: documents in the order of their best
+    unit (BM25 of the best passage as the document's score, "MaxP": Dai & Callan, SIGIR 2019),
+    every chunk of `found` (the other channels' candidates) in such a document at its rank; a
+    ranked document with none of them, the first chunk of its best unit. Without `found` (the
+    channel alone) one chunk per document. Inside a document the other channels decide: a
+    manual's pages are cut where its pages end, not where its topics do, and page-level BM25
+    ranked them worse than passages do (bench/notes/u-lex.md, "PDF manuals")."""
+    if not UNIT_MIN_TERMS <= len(content_tokens(ctx.query)) <= UNIT_MAX_TERMS:
+        return ChannelResult("units", [])
+    units = ranked_units(ctx)
+    if not units:
+        return ChannelResult("units", [])
+    best: dict[int, tuple[int, float]] = {}  # document -> (its best unit, that unit's score)
+    for unit_id, doc_id, score in units:
+        best.setdefault(doc_id, (unit_id, score))
+    by_doc: dict[int, list[int]] = {}
+    for chunk_id, doc_id in documents_of(ctx.conn, list(dict.fromkeys(found))).items():
+        if doc_id in best:
+            by_doc.setdefault(doc_id, []).append(chunk_id)
+    missing = {best[doc][0]: doc for doc in best if doc not in by_doc}
+    for unit_id, chunk_id in first_chunks(ctx.conn, list(missing)).items():
+        by_doc[missing[unit_id]] = [chunk_id]
+    ranked: list[tuple[int, float]] = []
+    ranks: list[int] = []
+    for rank, (doc_id, (_, score)) in enumerate(best.items(), start=1):
+        for chunk_id in sorted(by_doc.get(doc_id, ())):
+            ranked.append((chunk_id, score))
+            ranks.append(rank)
+    return ChannelResult("units", ranked, ranks=tuple(ranks))

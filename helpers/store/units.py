@@ -1,0 +1,200 @@
+"""Retrieval units and their contentless BM25 table (migration 11): every SQL statement on
+`units` and `units_fts` lives here.
+
+A unit is a run of a document's consecutive sections under one outline entry (a PDF's
+bookmarks), else on one page (a PDF without an outline, a scanned file), else the whole
+document. `units_fts` holds one row
+per unit (rowid = units.id) of helpers.text.unit_tokens over its text (the document's title
+first when the unit is the whole document), and stores no copy of that text: a row is deleted
+with the FTS5 'delete' command and the same tokens recomputed from the sections still stored,
+so every path that deletes sections calls `drop_units` first (helpers.index.discard,
+helpers.index.document_write). meta 'unit_tokens_version' names the tokenizer the rows were
+written with; `ensure_current` rebuilds the table when it differs.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from helpers.store.batched import in_batches
+from helpers.store.codec import section_text
+from helpers.store.connection import write_transaction
+from helpers.text.unit_tokens import UNIT_TOKENS_VERSION, unit_language, unit_tokens
+
+UNIT_VERSION_KEY = "unit_tokens_version"
+UNITS_SCHEMA = 11  # the migration that adds the tables
+# Documents whose rows are hidden (a big document being written or discarded): never units.
+_STAGING_STATUS = "staging"
+
+
+@dataclass(frozen=True)
+class UnitSpan:
+    """Sections first..last (ordinals, inclusive) of one document, from `page` (None = the whole
+    document)."""
+
+    first: int
+    last: int
+    page: int | None
+
+
+# Where a section lies, as far as units go: its outline entry (PDF bookmarks) and its page.
+SectionPlace = tuple[tuple[str, ...], int | None]
+
+
+def unit_spans(places: Sequence[SectionPlace]) -> list[UnitSpan]:
+    """The units of a document whose sections (by ordinal from 0) lie at `places`: consecutive
+    sections under one outline entry form a unit (a topic of a manual, on the page it starts);
+    outside an outline, consecutive sections on one page; sections with neither form the
+    document's unit."""
+    if not places:
+        return []
+    if all(not outline and page is None for outline, page in places):
+        return [UnitSpan(0, len(places) - 1, None)]
+    keys = [outline if outline else page for outline, page in places]
+    spans: list[UnitSpan] = []
+    start = 0
+    for ordinal in range(1, len(places) + 1):
+        if ordinal == len(places) or keys[ordinal] != keys[start]:
+            spans.append(UnitSpan(start, ordinal - 1, places[start][1]))
+            start = ordinal
+    return spans
+
+
+def _unit_text(title: str, span: UnitSpan, texts: Sequence[str]) -> str:
+    body = "\n".join(texts[span.first : span.last + 1])
+    return f"{title}\n{body}" if span.page is None else body
+
+
+@dataclass(frozen=True)
+class PreparedUnit:
+    """A unit's row before it is written: its span, stemming language and tokens."""
+
+    span: UnitSpan
+    language: str
+    tokens: str
+
+
+def prepare_units(
+    title: str, sections: Sequence[tuple[str, SectionPlace]]
+) -> tuple[PreparedUnit, ...]:
+    """The units of a document whose sections are (text, place), ordinals 0..n-1: computed
+    before the write transaction (language identification and stemming take the time a write
+    lock must not be held for)."""
+    texts = [text for text, _ in sections]
+    out: list[PreparedUnit] = []
+    for span in unit_spans([place for _, place in sections]):
+        text = _unit_text(title, span, texts)
+        language = unit_language(text)
+        out.append(PreparedUnit(span, language, " ".join(unit_tokens(text, language))))
+    return tuple(out)
+
+
+def write_units(conn: sqlite3.Connection, doc_id: int, units: Sequence[PreparedUnit]) -> None:
+    """Inside a write transaction: a document's units, its sections just written (its old
+    units already dropped)."""
+    for unit in units:
+        span = unit.span
+        unit_id = conn.execute(
+            "INSERT INTO units(document_id, first_ordinal, last_ordinal, page, lang) "
+            "VALUES (?,?,?,?,?)",
+            (doc_id, span.first, span.last, span.page, unit.language),
+        ).lastrowid
+        conn.execute("INSERT INTO units_fts(rowid, tokens) VALUES (?, ?)", (unit_id, unit.tokens))
+
+
+def drop_units(conn: sqlite3.Connection, doc_ids: Iterable[int]) -> None:
+    """Inside a write transaction, before the documents' sections go: their units and their
+    rows of units_fts (deleted with the tokens recomputed from the stored sections)."""
+    for part, marks in in_batches(list(doc_ids)):
+        units = conn.execute(
+            f"SELECT u.id, u.document_id, u.first_ordinal, u.last_ordinal, u.page, u.lang, d.title "
+            f"FROM units u JOIN documents d ON d.id = u.document_id "
+            f"WHERE u.document_id IN ({marks}) ORDER BY u.document_id, u.first_ordinal",
+            part,
+        ).fetchall()
+        by_doc: dict[int, list[tuple[int, UnitSpan, str, str]]] = {}
+        for unit_id, doc_id, first, last, page, lang, title in units:
+            span = UnitSpan(first, last, page)
+            by_doc.setdefault(doc_id, []).append((unit_id, span, lang, title))
+        for doc_id, doc_units in by_doc.items():
+            texts = _section_texts(conn, doc_id)
+            for unit_id, span, lang, title in doc_units:
+                tokens = " ".join(unit_tokens(_unit_text(title, span, texts), lang))
+                conn.execute(
+                    "INSERT INTO units_fts(units_fts, rowid, tokens) VALUES ('delete', ?, ?)",
+                    (unit_id, tokens),
+                )
+        conn.execute(f"DELETE FROM units WHERE document_id IN ({marks})", part)
+
+
+def _section_texts(conn: sqlite3.Connection, doc_id: int) -> list[str]:
+    """The document's section texts by ordinal (a missing ordinal reads as '')."""
+    rows = conn.execute(
+        "SELECT ordinal, text FROM sections WHERE document_id = ? ORDER BY ordinal", (doc_id,)
+    ).fetchall()
+    texts = [""] * (rows[-1][0] + 1 if rows else 0)
+    for ordinal, text in rows:
+        texts[ordinal] = section_text(text)
+    return texts
+
+
+def rebuild_units(conn: sqlite3.Connection) -> None:
+    """Inside a write transaction: every unit of every visible indexed document from its stored
+    sections (migration 11's backfill, and a tokenizer change)."""
+    conn.execute("INSERT INTO units_fts(units_fts) VALUES ('delete-all')")
+    conn.execute("DELETE FROM units")
+    docs = conn.execute(
+        "SELECT id, title FROM documents WHERE status != ? ORDER BY id", (_STAGING_STATUS,)
+    ).fetchall()
+    for doc_id, title in docs:
+        rows = conn.execute(
+            "SELECT text, location FROM sections WHERE document_id = ? ORDER BY ordinal",
+            (doc_id,),
+        ).fetchall()
+        if rows:
+            sections = [(section_text(text), _place(location)) for text, location in rows]
+            write_units(conn, doc_id, prepare_units(title, sections))
+    conn.execute(
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        (UNIT_VERSION_KEY, str(UNIT_TOKENS_VERSION)),
+    )
+
+
+def _place(location: str) -> SectionPlace:
+    fields = json.loads(location) if location else {}
+    page = fields.get("page")
+    return tuple(fields.get("section_path") or ()), int(page) if page is not None else None
+
+
+def unit_languages(conn: sqlite3.Connection) -> list[tuple[str, int]]:
+    """(stemming language, units) of the index's units ('' = unstemmed), most units first."""
+    try:
+        rows = conn.execute(
+            "SELECT lang, COUNT(*) AS n FROM units GROUP BY lang ORDER BY n DESC, lang"
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    return [(row[0], row[1]) for row in rows]
+
+
+def stored_version(conn: sqlite3.Connection) -> int | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (UNIT_VERSION_KEY,)).fetchone()
+    return int(row[0]) if row else None
+
+
+def ensure_current(conn: sqlite3.Connection) -> bool:
+    """Rebuild the unit table when its rows were written by another tokenizer version; True
+    when it did (a write transaction of its own)."""
+    if stored_version(conn) == UNIT_TOKENS_VERSION:
+        return False
+    with write_transaction(conn):
+        if stored_version(conn) == UNIT_TOKENS_VERSION:
+            return False
+        rebuild_units(conn)
+    return True
