@@ -305,6 +305,17 @@ def server_args(config: Config) -> list[str]:
     ]
 
 
+def synced_written(tmp_path: Path, write: Callable[[Path], None]) -> Config:
+    """A folder written by `write` under tmp_path/docs, synced lexically into tmp_path/state."""
+    import rag_service
+
+    docs = tmp_path / "docs"
+    write(docs)
+    config = make_config(docs, tmp_path / "state")
+    assert rag_service.sync_kb_blocking(config).state == "succeeded"
+    return config
+
+
 def make_config(knowledge: Path, data: Path, **overrides: object) -> Config:
     base = {"semantic": False}
     base.update(overrides)

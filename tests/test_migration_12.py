@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import downgraded_copy, make_config, undo_migration_12
+from conftest import downgraded_copy, synced_written, undo_migration_12
 
 import rag_service
 from helpers.config import Config
@@ -45,11 +45,7 @@ def _write(docs: Path) -> None:
 
 @pytest.fixture
 def synced(tmp_path: Path) -> Config:
-    docs = tmp_path / "docs"
-    _write(docs)
-    config = make_config(docs, tmp_path / "state")
-    assert rag_service.sync_kb_blocking(config).state == "succeeded"
-    return config
+    return synced_written(tmp_path, _write)
 
 
 def _stored(db: Path) -> dict[str, str]:

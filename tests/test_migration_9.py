@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import downgraded_copy, make_config, undo_migration_9, write_corpus
+from conftest import downgraded_copy, make_config, synced_written, undo_migration_9, write_corpus
 from openpyxl import Workbook
 from semantic_fixtures import build_tiny_model
 
@@ -57,11 +57,7 @@ def _write_docs(docs: Path) -> None:
 
 @pytest.fixture
 def synced(tmp_path: Path) -> Config:
-    docs = tmp_path / "docs"
-    _write_docs(docs)
-    config = make_config(docs, tmp_path / "state")
-    assert rag_service.sync_kb_blocking(config).state == "succeeded"
-    return config
+    return synced_written(tmp_path, _write_docs)
 
 
 def _stored(db: Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import downgraded_copy, make_config, undo_migration_11
+from conftest import downgraded_copy, synced_written, undo_migration_11
 from format_fixtures import write_text_pdf
 
 import rag_search
@@ -61,11 +61,7 @@ def _write(docs: Path) -> None:
 
 @pytest.fixture
 def synced(tmp_path: Path) -> Config:
-    docs = tmp_path / "docs"
-    _write(docs)
-    config = make_config(docs, tmp_path / "state")
-    assert rag_service.sync_kb_blocking(config).state == "succeeded"
-    return config
+    return synced_written(tmp_path, _write)
 
 
 def _vocab(db: Path) -> dict[str, tuple[int, int]]:
