@@ -335,10 +335,35 @@ def run_job(config: Config, job_id: str, handle_sigterm: bool = True) -> int:
             prewarm.close()
     reporter.stop()
     reporter.on_phase("done")
-    reporter.flush(conn)
-    _finish(conn, job_id, state, message)
+    conn = _record_end(conn, config, reporter, job_id, state, message)
+    conn.close()
     os.close(lock_fd)
     return 0 if state != "failed" else 1
+
+
+def _record_end(
+    conn: sqlite3.Connection,
+    config: Config,
+    reporter: JobReporter,
+    job_id: str,
+    state: str,
+    message: str | None,
+) -> sqlite3.Connection:
+    """The job's last progress and its end state, on a fresh connection when the job's own one
+    refuses: after a commit failed on a full disk SQLite may keep answering every statement of
+    that connection with the same error (its pager stays in the error state) although the
+    rolled-back transaction left room for a one-row update. Returns the connection used."""
+    try:
+        reporter.flush(conn)
+        _finish(conn, job_id, state, message)
+        return conn
+    except sqlite3.OperationalError as exc:
+        log.warning("job %s: recording its end on a new connection (%s)", job_id, exc)
+        conn.close()
+    conn = connect(config.db_path)
+    reporter.flush(conn)
+    _finish(conn, job_id, state, message)
+    return conn
 
 
 def failure_message(exc: Exception) -> str:
