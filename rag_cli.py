@@ -22,6 +22,7 @@ DEMO_QUERIES = ("invoice payment terms", "отчёт о продажах", "ก�
 COMMAND_METAVAR = "COMMAND"  # marks the actions whose choices are command names
 SHARED_TITLE = "shared options (before or after the command; each also RAGDOC_<NAME>)"
 SERVER_TITLE = "options (each also RAGDOC_<NAME>)"
+EXCLUDE_AFTER = "exclude_after_command"  # where a command's copy of --exclude stores its globs
 NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse reads these as values, not options
 ABOUT = """\
 Search your own documents from the terminal: index a folder (PDF, Office, OpenDocument, Markdown,
@@ -86,6 +87,9 @@ class CommandLine:
             owner = self.commands.get(command_name(args) or "", self.parser)
             close = _closest(extras[0], owner.option_names()) if extras[0][:1] == "-" else ""
             owner.error(f"unrecognized arguments: {' '.join(extras)}{close}")
+        after = vars(args).pop(EXCLUDE_AFTER, None)
+        if after:
+            args.exclude = [*(args.exclude or []), *after]
         return args
 
     def _refuse_unknown_options(self, argv: Sequence[str]) -> None:
@@ -148,7 +152,7 @@ def command_line(
     # A command's own copy of the shared options: SUPPRESS leaves a value given before the
     # command in place (argparse copies every value of a command's parser over the namespace).
     after = CommandLineParser(add_help=False, argument_default=argparse.SUPPRESS)
-    add_config_arguments(after.add_argument_group(SHARED_TITLE))
+    add_config_arguments(after.add_argument_group(SHARED_TITLE), exclude_dest=EXCLUDE_AFTER)
     return CommandLine(parser, _add_commands(prog, sub, after))
 
 

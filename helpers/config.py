@@ -100,10 +100,12 @@ def _env(name: str) -> str | None:
     return value if value not in (None, "") else None
 
 
-def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+def add_config_arguments(parser: argparse.ArgumentParser, exclude_dest: str = "exclude") -> None:
     """The launch arguments shared by the MCP server, CLI, console and eval. A flag not given is
     the parser's `argument_default` (None: read RAGDOC_*; a command's copy uses SUPPRESS so it
-    never overwrites a value given before the command)."""
+    never overwrites a value given before the command). A command's copy stores `--exclude` under
+    its own `exclude_dest`, so the globs given before and after the command can be joined (argparse
+    would replace the earlier list with the later one)."""
     parser.add_argument("--knowledge-dir", help="folder of documents to index (read-only)")
     parser.add_argument("--data-dir", help="private folder for the index, logs and locks")
     parser.add_argument("--db", help="SQLite index file (default: <data-dir>/index.sqlite3)")
@@ -139,6 +141,7 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exclude",
         action="append",
+        dest=exclude_dest,
         metavar="GLOB",
         help="leave matching files out of the index (gitignore syntax, repeatable; added to "
         "<knowledge-dir>/.ragignore and RAGDOC_EXCLUDE)",

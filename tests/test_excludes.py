@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_config
+from conftest import REPO, make_config
 
 import rag_service
 from helpers.config import Config, add_config_arguments, config_from_args
@@ -98,3 +100,17 @@ def test_exclude_arguments_and_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     config = config_from_args(args)
     assert config.excludes == ("*.tmp", "build/", "node_modules/", "*.bak", "old/")
     assert Config.from_json(config.to_json()) == config  # reaches the worker intact
+
+
+def test_exclude_given_before_and_after_a_command_keeps_both(tmp_path: Path):
+    """argparse copies a command's option values over the namespace: without joining them the
+    globs given before the command would be dropped and those files indexed."""
+    knowledge, data = tmp_path / "kb", tmp_path / "data"
+    for rel in ("keep.md", "before/a.md", "after/b.md"):
+        _write(knowledge, rel)
+    command = [sys.executable, str(REPO / "rag_server.py"), "--knowledge-dir", str(knowledge)]
+    command += ["--data-dir", str(data), "--semantic", "off", "--exclude", "before/", "sync"]
+    command += ["--exclude", "after/", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    assert _indexed(make_config(knowledge, data)) == ["keep.md"]
