@@ -19,7 +19,12 @@ from helpers.lexical.common import ChannelResult, Filters, SearchContext
 from helpers.lexical.query_terms import Query
 from helpers.lexical.units import corrected_maxp, unit_counts, unit_weight
 from helpers.ranking import fusion
-from helpers.ranking.constants import CHANNEL_WEIGHTS, UNIT_LIFT_SPREAD, UNIT_WEIGHT_SPREAD
+from helpers.ranking.constants import (
+    CHANNEL_WEIGHTS,
+    UNIT_HYBRID_LIFT,
+    UNIT_LIFT_TOGETHER,
+    UNIT_WEIGHT_SPREAD,
+)
 from helpers.store.open_index import read_conn
 
 # Each section holds one of the query's words; no passage holds all three.
@@ -74,15 +79,27 @@ def test_no_chunk_holds_every_word_of_a_query_spread_over_a_page(synced: Config)
     ctx = _context(synced, "osprey columns totals")
     with closing(ctx.conn):
         assert not passage_holds_all(ctx)
-        assert unit_weight(ctx).rrf == UNIT_WEIGHT_SPREAD
-        assert unit_weight(ctx).lift == UNIT_LIFT_SPREAD
+        weight = unit_weight(ctx)
+    assert (weight.rrf, weight.lift, weight.hybrid_lift) == (
+        UNIT_WEIGHT_SPREAD,
+        0,
+        UNIT_HYBRID_LIFT,
+    )
 
 
 def test_a_chunk_that_holds_every_word_keeps_the_default_weight(synced: Config) -> None:
     ctx = _context(synced, "report totals foot")
     with closing(ctx.conn):
         assert passage_holds_all(ctx)
-        assert unit_weight(ctx).rrf == CHANNEL_WEIGHTS["units"]
+        weight = unit_weight(ctx)
+    assert (weight.rrf, weight.lift) == (CHANNEL_WEIGHTS["units"], UNIT_LIFT_TOGETHER)
+
+
+def test_a_question_keeps_the_plain_channel_in_both_modes(synced: Config) -> None:
+    ctx = _context(synced, "Where do osprey columns and totals go?")
+    with closing(ctx.conn):
+        weight = unit_weight(ctx)
+    assert (weight.rrf, weight.lift, weight.hybrid_lift) == (CHANNEL_WEIGHTS["units"], 0, 0)
 
 
 def test_a_word_no_index_serves_does_not_make_a_query_spread(synced: Config) -> None:
