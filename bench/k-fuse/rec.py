@@ -23,7 +23,7 @@ from helpers.store.fold_sql import register_fold
 SET, IDX, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 HYBRID = len(sys.argv) > 4 and sys.argv[4] == "hybrid"
 if HYBRID:  # key: the lift beside the semantic side
-    VARIANTS = {str(v): UnitWeight(0.0, 0.0, v) for v in (0.0, 0.25, 0.5, 1.0, 2.0)}
+    VARIANTS = {str(v): UnitWeight(0.0, 0.0, v) for v in (0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0)}
 else:  # key: the RRF weight (no lift), or "L<lift>": RRF weight 1 and the lift
     VARIANTS = {str(w): UnitWeight(w, 0.0, 0.0) for w in (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)}
     VARIANTS |= {f"L{v}": UnitWeight(1.0, v, 0.0) for v in (0.25, 0.5, 1.0, 2.0)}
