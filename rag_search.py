@@ -14,7 +14,8 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
   units     BM25 over whole units (a PDF's outline entry or page, else a document) of 2-6-word
             queries: its documents lift the chunks the others found (helpers.lexical.units;
-            lexical side alone only)
+            weighted per query by units.unit_weight; beside the semantic side a bounded
+            multiplier of the lexical evidence, not a channel)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
