@@ -14,7 +14,8 @@ semantic candidates (unless the mode is lexical) and calls `search`, which runs 
   cjk       Chinese/Japanese/Korean character bigrams, BM25 (helpers.lexical.cjk_pairs)
   units     BM25 over whole units (a PDF's outline entry or page, else a document) of 2-6-word
             queries: its documents lift the chunks the others found (helpers.lexical.units;
-            lexical side alone only)
+            weighted per query by units.unit_weight; beside the semantic side a bounded
+            multiplier of the lexical evidence, not a channel)
 RRF fuses the lexical channels; hybrid mode mixes lexical evidence and cosine per parent section
 (hybrid_fuse). Hubs (sections.hub) and sections that only quote the query in a cross-reference
 are lowered by bounded priors. Deterministic: fixed constants (helpers.ranking.constants), ties
@@ -57,7 +58,7 @@ from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
 from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
-from helpers.lexical.units import channel_units
+from helpers.lexical.units import UnitWeight, channel_units, unit_weight
 from helpers.lexical.variants import channel_variants
 from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage
@@ -194,20 +195,40 @@ def fuse_channels(
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
+    units: UnitWeight | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
     to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best lexical
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
-    only, none: unscaled)."""
+    only, none: unscaled); `units`, this query's weight of the units channel (none: its
+    CHANNEL_WEIGHTS entry, no hybrid lift)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
-        fused = rrf_fuse(results, CHANNEL_WEIGHTS)
+        weights = CHANNEL_WEIGHTS if units is None else {**CHANNEL_WEIGHTS, "units": units.rrf}
+        fused = rrf_fuse(results, weights)
+        if units is not None and units.lift > 0:
+            fused = _unit_lifted(fused, results, units.lift)
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
-    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of)
+    lift = units.hybrid_lift if units is not None else 0.0
+    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, lift)
+
+
+def _unit_lifted(
+    fused: list[tuple[int, float, dict[str, ChannelRank]]],
+    results: list[ChannelResult],
+    lift: float,
+) -> list[tuple[int, float, dict[str, ChannelRank]]]:
+    """The RRF scores times each chunk's unit factor (fusion.unit_factors), re-sorted."""
+    units = next((r for r in results if r.name == "units"), None)
+    factors = fusion.unit_factors(units, lift) if units is not None else {}
+    if not factors:
+        return fused
+    lifted = [(cid, score * factors.get(cid, 1.0), ranks) for cid, score, ranks in fused]
+    return sorted(lifted, key=lambda x: (-round(x[1], 12), x[0]))
 
 
 def hybrid_fuse(
@@ -217,6 +238,7 @@ def hybrid_fuse(
     hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
+    unit_lift: float = 0.0,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (fusion.hybrid_share).
@@ -226,10 +248,15 @@ def hybrid_fuse(
     represented by the lexical chunk when there is one (its snippet shows the query words).
     The hub prior lowers hub sections on each side before the mix, and each side is scaled
     back to a best of 1: a hub falls behind sections that match about as well on that side,
-    but when only hubs hold the query's words it keeps the full lexical weight.
+    but when only hubs hold the query's words it keeps the full lexical weight. The units
+    channel is no channel here but a lift of the lexical evidence (fusion.unit_lift).
     """
+    units = next((r for r in lexical if r.name == "units"), None)
+    lexical = [r for r in lexical if r.name != "units"]
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
     evidence = fusion.lexical_evidence(lexical)
+    if units is not None:
+        evidence = fusion.unit_lift(evidence, units, unit_lift)
     if proximity_of is not None:  # words that stand together (helpers.lexical.proximity)
         ordered = sorted(evidence, key=lambda cid: (-evidence[cid], cid))
         evidence = scaled_evidence(evidence, proximity_of(ordered))
@@ -431,12 +458,14 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         semantic = distinct_candidates(conn, options.semantic, SEMANTIC_DISTINCT)
         if options.mode == "hybrid" and not any(r.ranked for r in results):
             semantic = _hubness_corrected(conn, semantic)
-    # Unit-level BM25 lifts the chunks the other channels found, when the lexical side is alone:
-    # beside the semantic side it gave a whole document's chunks the same lexical evidence,
-    # which flattened the lexical margin the hybrid mix reads (bench/notes/u-lex.md, "Hybrid").
-    if "units" in names and options.semantic is None:
+    # Unit-level BM25 lifts the chunks the other channels found: a channel in RRF when the
+    # lexical side is alone, a bounded multiplier of their lexical evidence beside the semantic
+    # side (hybrid_fuse), weighted per query (units.unit_weight).
+    weight = None
+    if "units" in names:
         found = [cid for r in results for cid, _ in r.ranked]
         results.append(channel_units(ctx, found))
+        weight = unit_weight(ctx) if results[-1].ranked else None
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", semantic))
     fused = fuse_channels(
@@ -445,6 +474,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         hubs,
         lambda sids: section_sizes(conn, sids),
         lambda ids: section_proximity(ctx, ids),
+        weight,
     )
     # a section that matches only by quoting the query in a cross-reference points at the answer
     prior = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)

@@ -275,17 +275,38 @@ def _phrase_hits(ctx: SearchContext) -> list[tuple[int, float]]:
     return ctx.ranked_match("chunks_words", fts_phrase(" ".join(words)))
 
 
-def _all_terms_hits(ctx: SearchContext, groups: tuple[TermGroup, ...]) -> list[tuple[int, float]]:
+def passage_holds_all(ctx: SearchContext) -> bool:
+    """Whether one chunk holds every content word of the query (each in a form the channels
+    search; a word no index serves, one or two letters, is left out): then the passage channels
+    have seen the words together, else only a whole unit has (helpers.lexical.units weighs its
+    evidence by this). One AND query, unranked, its first hit only."""
+    content = ctx.query.content
+    if len(content) < 2:
+        return True
+    table, match = _all_terms_match(ctx, content, searchable_only=True)
+    if match.count(" AND ") == 0:
+        return True
+    return bool(ctx.ranked_match(table, match, depth=1, newest_first=True))
+
+
+def _all_terms_match(
+    ctx: SearchContext, groups: tuple[TermGroup, ...], searchable_only: bool = False
+) -> tuple[str, str]:
+    """(table, FTS5 AND of the groups' forms); "" when a group has no form (unless
+    `searchable_only`: then such groups are left out)."""
     if ctx.query.has_thai or any(not word_forms(g) for g in groups):
         clauses = [fts_any(g.substrings(False)) for g in groups if g.substrings(False)]
-        if len(clauses) < len(groups):
-            return []
-        if any(g.cut for g in groups):
+        if len(clauses) < len(groups) and not searchable_only:
+            return "chunks_fts", ""
+        if any(g.cut for g in groups) and not searchable_only:  # the exact channel's note
             ctx.cut_short("exact", LONG_TERM_NOTE)
-        match = " AND ".join(f"({c})" for c in clauses)
-        return ctx.ranked_match("chunks_fts", match)
-    match = " AND ".join(f"({' OR '.join(word_forms(g))})" for g in groups)
-    return ctx.ranked_match("chunks_words", match)
+        return "chunks_fts", " AND ".join(f"({c})" for c in clauses)
+    return "chunks_words", " AND ".join(f"({' OR '.join(word_forms(g))})" for g in groups)
+
+
+def _all_terms_hits(ctx: SearchContext, groups: tuple[TermGroup, ...]) -> list[tuple[int, float]]:
+    table, match = _all_terms_match(ctx, groups)
+    return ctx.ranked_match(table, match) if match else []
 
 
 # -- short: 1-2 character terms ----------------------------------------------------------------

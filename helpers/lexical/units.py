@@ -16,10 +16,18 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
+from helpers.lexical.channels import passage_holds_all
 from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
 from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
 from helpers.lexical.query_terms import Query
+from helpers.ranking.constants import (
+    CHANNEL_WEIGHTS,
+    UNIT_HYBRID_LIFT,
+    UNIT_LIFT_TOGETHER,
+    UNIT_WEIGHT_SPREAD,
+)
 from helpers.store.batched import rows_in
 from helpers.store.units import unit_languages
 from helpers.text.unit_tokens import unit_tokens
@@ -37,6 +45,19 @@ UNIT_DEPTH = 100
 # sets (bench/notes/u-lex.md).
 UNIT_MIN_TERMS = 2
 UNIT_MAX_TERMS = 6
+
+
+@dataclass(frozen=True)
+class UnitWeight:
+    """How much the units channel counts for one query: its RRF weight and its lift of the
+    fused score (fusion.unit_factors) when the lexical side is alone, its lift of the lexical
+    evidence beside the semantic side (fusion.unit_lift)."""
+
+    rrf: float
+    lift: float
+    hybrid_lift: float
+
+
 _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -142,6 +163,34 @@ def first_chunks(conn: sqlite3.Connection, unit_ids: list[int]) -> dict[int, int
     return {row[0]: row[1] for row in rows_in(conn, sql, unit_ids) if row[1] is not None}
 
 
+def unit_counts(conn: sqlite3.Connection, doc_ids: list[int]) -> dict[int, int]:
+    """Document id -> its number of units."""
+    sql = "SELECT document_id, COUNT(*) FROM units WHERE document_id IN ({marks}) GROUP BY 1"
+    return {row[0]: row[1] for row in rows_in(conn, sql, doc_ids)}
+
+
+def corrected_maxp(
+    conn: sqlite3.Connection, best: dict[int, tuple[int, float]], scores: list[float]
+) -> dict[int, tuple[int, float]]:
+    """`best` (document -> its best unit and score) with each score lowered by what a maximum
+    over the document's m units gains by chance, re-ordered: the expected maximum of m draws
+    from an exponential tail of scale s exceeds one draw by s x (H_m - 1) (H_m the harmonic
+    number). The tail's scale is the ranked units' mean excess over the last of them (the
+    exponential is memoryless, so the excess over any cut has the same scale). Without it a
+    manual of 500 outline entries outranks one of 27 on the luck of its best entry."""
+    if len(best) < 2 or len(scores) < 2:
+        return best
+    counts = unit_counts(conn, list(best))
+    if all(counts.get(doc, 1) <= 1 for doc in best):
+        return best
+    scale = sum(scores) / len(scores) - min(scores)
+    lowered = {
+        doc: (unit, score - scale * sum(1.0 / i for i in range(2, counts.get(doc, 1) + 1)))
+        for doc, (unit, score) in best.items()
+    }
+    return dict(sorted(lowered.items(), key=lambda item: (-item[1][1], item[1][0])))
+
+
 def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResult:
     """The ranked units' evidence on chunks, by document: documents in the order of their best
     unit (BM25 of the best passage as the document's score, "MaxP": Dai & Callan, SIGIR 2019),
@@ -158,6 +207,7 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
     best: dict[int, tuple[int, float]] = {}  # document -> (its best unit, that unit's score)
     for unit_id, doc_id, score in units:
         best.setdefault(doc_id, (unit_id, score))
+    best = corrected_maxp(ctx.conn, best, [score for _, _, score in units])
     by_doc: dict[int, list[int]] = {}
     for chunk_id, doc_id in documents_of(ctx.conn, list(dict.fromkeys(found))).items():
         if doc_id in best:
@@ -172,3 +222,16 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
             ranked.append((chunk_id, score))
             ranks.append(rank)
     return ChannelResult("units", ranked, ranks=tuple(ranks))
+
+
+def unit_weight(ctx: SearchContext) -> UnitWeight:
+    """The units channel's weight for this query (bench/notes/k-fuse.md): a question keeps the
+    plain channel (its answer is a passage); otherwise, beside the semantic side, the lift;
+    with the lexical side alone, a higher rank weight when no chunk holds every content word,
+    a lift by the document's relative unit score when one does."""
+    plain = CHANNEL_WEIGHTS["units"]
+    if ctx.query.question:
+        return UnitWeight(plain, 0.0, 0.0)
+    if passage_holds_all(ctx):
+        return UnitWeight(plain, UNIT_LIFT_TOGETHER, UNIT_HYBRID_LIFT)
+    return UnitWeight(UNIT_WEIGHT_SPREAD, 0.0, UNIT_HYBRID_LIFT)

@@ -134,3 +134,24 @@ PROXIMITY_WINDOW_WORDS = 20
 # characters, so <= 200 KB of text a query; fewer sections rank slightly worse
 # (bench/RESULTS.md, "Term proximity").
 PROXIMITY_MAX_SECTIONS = 50
+
+# -- units channel in fusion (helpers.lexical.units, rag_search; bench/notes/k-fuse.md) --------
+# Chosen leave-one-set-out over every public and keyword set with no set below the rule before
+# (weight 1 everywhere). A question keeps that rule on both sides: its answer is the passage
+# that answers it, not the document that mentions its words most (the FAQ sets lose otherwise).
+# Lexical side alone, when no single chunk holds every content word
+# (helpers.lexical.channels.passage_holds_all): the unit's rank counts a little more (RRF
+# weight), its score not at all: a sum over partial matches favours long pages that mention
+# many of the words (man-page descriptions).
+UNIT_WEIGHT_SPREAD = 1.5
+# ...when a chunk holds them all, several documents usually do and the passage channels can
+# hardly tell them apart: the fused score is multiplied by 1 + LIFT x the document's best-unit
+# BM25 relative to the best document's (fusion.unit_factors), so a clearly better document
+# wins, a close one barely moves.
+UNIT_LIFT_TOGETHER = 0.5
+# Beside the semantic side the units channel is no channel score but that same bounded factor
+# on the lexical evidence (fusion.unit_lift), for every query of 2-6 content words that is not
+# a question: one factor per document keeps the order of its chunks, so the lexical margin
+# the mix reads (a channel score gave each chunk of the top document full weight and flattened
+# it: bench/notes/u-lex.md, "Hybrid"). Leave-one-set-out over ten hybrid sets; none is lowered.
+UNIT_HYBRID_LIFT = 6.0

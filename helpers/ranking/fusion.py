@@ -93,3 +93,24 @@ def mix(lexical: dict[int, float], semantic: dict[int, float]) -> dict[int, floa
     for sec, value in semantic.items():
         combined[sec] = combined.get(sec, 0.0) + (1 - share) * value
     return combined
+
+
+def unit_factors(units: ChannelResult, lift: float) -> dict[int, float]:
+    """Chunk -> 1 + lift x its document's unit score relative to the best document's: one
+    bounded factor per document, so the order of its chunks is kept."""
+    top = max((score for _, score in units.ranked), default=0.0)
+    if lift <= 0 or top <= 0:
+        return {}
+    return {cid: 1.0 + lift * max(score, 0.0) / top for cid, score in units.ranked}
+
+
+def unit_lift(evidence: dict[int, float], units: ChannelResult, lift: float) -> dict[int, float]:
+    """Per chunk: its lexical evidence x its unit factor (unit_factors), rescaled to a best of
+    1; chunks the units channel did not rank keep theirs. Unlike a channel score, which gives
+    each chunk of the top document the same full share, the passage margin survives."""
+    factors = unit_factors(units, lift)
+    if not factors or not evidence:
+        return evidence
+    lifted = {cid: value * factors.get(cid, 1.0) for cid, value in evidence.items()}
+    best = max(lifted.values())
+    return {cid: value / best for cid, value in lifted.items()} if best > 0 else lifted
