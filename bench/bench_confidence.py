@@ -8,7 +8,9 @@ confidence").
 
 KWDIR/<set>/{golden.json,docs} are keyword-query sets (index term -> the page it names; a
 neighbour page may also answer, so their `high` target is KEYWORD_PRECISION_MIN) and
-KWIDX/<set> their synced data dirs; they join the grid and leave-one-set-out (no cross pairs).
+KWIDX/<set> their synced data dirs (synced with --semantic on for --mode hybrid); they join the
+grid and leave-one-set-out (no cross pairs). A set meets its target at a share of `high` no
+lower than search gave it when the rows were written (the dump's band).
 
 DIR/<set> is a synced data dir per set (as for bench_answer_size.py). In-domain: each set's
 queries on its own documents; per band, the share of queries and precision@1 (the top hit, or a
@@ -19,9 +21,10 @@ the share that comes back `low`, and the share that comes back `high` (the worst
 Then the calibration, from the same responses (no second search): per set the ceiling (the
 precision@1 of the best 30 % of its queries by each single signal: what any threshold on it could
 reach), a grid over the `high` rule (margin x semantic agreement x hub x pointer x the second
-route, both sides at their top, x margin and agreement by document; the best GRID_SHOWN points
-and the constants' row are printed), and a leave-one-set-out check (the grid point chosen on
-all other sets, scored on the left-out one), so a threshold is never fitted to one set. After a
+route, both sides at their top, x margin and agreement by document; in lexical mode the lexical
+rule instead, LEXICAL_GRID; the best GRID_SHOWN points and the constants' row are printed), and a
+leave-one-set-out check (the grid point chosen on all other sets, scored on the left-out one),
+so a threshold is never fitted to one set; last a markdown table per set. After a
 ranking change, re-run and move the constants only when the grid and leave-one-set-out rows say
 so. `--dump` writes every query's Evidence for offline study (aggregate only: never tune to one
 query); `--from-dump` re-reads such a file and bands it with the current rag_confidence, for a
