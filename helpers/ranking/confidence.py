@@ -4,9 +4,11 @@ same band).
 
 Evidence of the top hit: which sides found it (lexical channels, semantic) and how high, the
 share of the query's content words its section holds, how far its fused score stands above the
-runner-up's, its cosine, and whether its section only points at the answer (a cross-reference
-that quotes the query). rag_search fills the last two in the result (TopMatch) from the query
-it parsed; `assess` reads the rest from the hits. The thresholds are in
+runner-up's, its cosine, whether its section only points at the answer (a cross-reference
+that quotes the query), and in lexical mode where the units channel (whole pages) ranks its
+document and by what margin. rag_search fills coverage, the pointer weight and the units margin
+in the result (TopMatch); `assess` reads the rest from the hits. Without a cosine the lexical
+side decides alone, by a rule of its own (`_lexical_band`). The thresholds are in
 helpers.ranking.constants; a ranking change may move their calibration: re-run
 bench/bench_confidence.py.
 """
