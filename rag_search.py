@@ -61,7 +61,7 @@ from helpers.lexical.snippet import make_snippet
 from helpers.lexical.units import UnitWeight, channel_units, unit_weight
 from helpers.lexical.variants import channel_variants
 from helpers.ranking import fusion
-from helpers.ranking.confidence import coverage
+from helpers.ranking.confidence import coverage, unit_margin
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     HUB_PRIOR,
@@ -489,7 +489,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         sections=sections,
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
-        top=_top_match(prior, ctx.query, hits, sections),
+        top=replace(_top_match(prior, ctx.query, hits, sections), unit_margin=unit_margin(results)),
         **ctx.limits(),  # truncated_channels + a warning for each
     )
 

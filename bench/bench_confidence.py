@@ -8,7 +8,9 @@ confidence").
 
 KWDIR/<set>/{golden.json,docs} are keyword-query sets (index term -> the page it names; a
 neighbour page may also answer, so their `high` target is KEYWORD_PRECISION_MIN) and
-KWIDX/<set> their synced data dirs; they join the grid and leave-one-set-out (no cross pairs).
+KWIDX/<set> their synced data dirs (synced with --semantic on for --mode hybrid); they join the
+grid and leave-one-set-out (no cross pairs). A set meets its target at a share of `high` no
+lower than search gave it when the rows were written (the dump's band).
 
 DIR/<set> is a synced data dir per set (as for bench_answer_size.py). In-domain: each set's
 queries on its own documents; per band, the share of queries and precision@1 (the top hit, or a
@@ -19,9 +21,10 @@ the share that comes back `low`, and the share that comes back `high` (the worst
 Then the calibration, from the same responses (no second search): per set the ceiling (the
 precision@1 of the best 30 % of its queries by each single signal: what any threshold on it could
 reach), a grid over the `high` rule (margin x semantic agreement x hub x pointer x the second
-route, both sides at their top, x margin and agreement by document; the best GRID_SHOWN points
-and the constants' row are printed), and a leave-one-set-out check (the grid point chosen on
-all other sets, scored on the left-out one), so a threshold is never fitted to one set. After a
+route, both sides at their top, x margin and agreement by document; in lexical mode the lexical
+rule instead, LEXICAL_GRID; the best GRID_SHOWN points and the constants' row are printed), and a
+leave-one-set-out check (the grid point chosen on all other sets, scored on the left-out one),
+so a threshold is never fitted to one set; last a markdown table per set. After a
 ranking change, re-run and move the constants only when the grid and leave-one-set-out rows say
 so. `--dump` writes every query's Evidence for offline study (aggregate only: never tune to one
 query); `--from-dump` re-reads such a file and bands it with the current rag_confidence, for a
@@ -43,7 +46,7 @@ from typing import Any
 REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR))
 
-from bench_answer_size import SETS, _config  # noqa: E402
+from bench_answer_size import MODEL_DIR, SETS, _config  # noqa: E402
 
 import rag_service  # noqa: E402
 from helpers.ranking import confidence  # noqa: E402
@@ -86,6 +89,16 @@ GRID_KEYS = (
     "margin_by_document",
     "agree_by_document",
 )
+# the lexical side alone (no cosine: lexical mode): its own margin, by document or by text, the
+# units channel's agreement and margin, full coverage (confidence.band's *_lexical arguments)
+LEXICAL_GRID = {
+    "margin_high_lexical": (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5),
+    "margin_by_document_lexical": (False, True),
+    "unit_agree_lexical": (False, True),
+    "unit_margin_lexical": (0.0, 0.05, 0.1, 0.2, 0.3),
+    "full_coverage_lexical": (False, True),
+    "own_margin_lexical": (None, 0.1, 0.15, 0.2),
+}
 GRID_SHOWN = 25  # grid rows printed: the best by the objective, and the constants' own row
 STRONG_GRID = (0.86, 0.88, 0.90, 0.92, 1.0)  # COSINE_STRONG for `low`; 1.0: off
 COVERAGE_GRID = (0.34, 0.5, 0.6, 2 / 3, 0.75)  # COVERAGE_MIN for `low`
@@ -106,6 +119,10 @@ SIGNALS = {
     "both sides top 2 + margin": lambda ev: (
         ev.margin + float((ev.semantic_rank or 99) <= 2 and (ev.lexical_rank or 99) <= 2)
     ),
+    "units first + margin over another document": lambda ev: (
+        ev.doc_margin + float(ev.unit_rank == 1)
+    ),
+    "units margin": lambda ev: ev.unit_margin,
 }
 
 
@@ -117,6 +134,7 @@ class Row:
     evidence: confidence.Evidence
     band: str
     correct: bool
+    searched_band: str = ""  # the band search gave when the row was written (the share floor)
 
 
 def _top_paths(result: Any) -> set[str]:
@@ -132,13 +150,17 @@ def _top_paths(result: Any) -> set[str]:
     }
 
 
-def _keyword_config(set_dir: Path, data_dir: Path) -> Any:
+def _keyword_config(set_dir: Path, data_dir: Path, mode: str) -> Any:
+    """A keyword set's config: its vectors are read in hybrid mode (an index synced with
+    --semantic on), none in lexical mode."""
     from helpers.config import add_config_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_config_arguments(parser)
     args = ["--knowledge-dir", str(set_dir / "docs"), "--data-dir", str(data_dir)]
-    return config_from_args(parser.parse_args([*args, "--semantic", "off"]))
+    if mode == "lexical":
+        return config_from_args(parser.parse_args([*args, "--semantic", "off"]))
+    return config_from_args(parser.parse_args([*args, "--semantic-model-dir", str(MODEL_DIR)]))
 
 
 def run(
@@ -154,7 +176,7 @@ def run(
         config = _config(docs_of, index_root)
         golden_path = EVAL_DIR / queries_of / "golden.json"
     else:
-        config = _keyword_config(keyword[0] / docs_of, keyword[1] / docs_of)
+        config = _keyword_config(keyword[0] / docs_of, keyword[1] / docs_of, mode)
         golden_path = keyword[0] / queries_of / "golden.json"
     golden = json.loads(golden_path.read_text(encoding="utf-8"))
     out: list[Row] = []
@@ -163,7 +185,8 @@ def run(
         ev = confidence.evidence(result)
         correct = bool(result.hits) and _top_paths(result) & set(item["relevant"]) != set()
         correct = correct and in_domain
-        out.append(Row(queries_of, docs_of, in_domain, ev, result.confidence, correct))
+        band = result.confidence
+        out.append(Row(queries_of, docs_of, in_domain, ev, band, correct, band))
         if dump is not None:
             row = {"q": queries_of, "d": docs_of, "ok": correct, "in_domain": in_domain}
             row["mode"] = mode
@@ -176,7 +199,7 @@ def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool, mode: 
     """The rows of one run from a --dump file, banded by the current rule: recalibrate after a
     change to rag_confidence without searching again. Rows dumped in another --mode are left
     out (a dump without modes counts as the asked one); fields a dump from an older Evidence
-    lacks take their defaults."""
+    lacks take their defaults. The band the dump recorded is each row's searched_band."""
     fields = {f.name for f in dataclasses.fields(confidence.Evidence)}
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -186,7 +209,8 @@ def from_dump(path: Path, queries_of: str, docs_of: str, in_domain: bool, mode: 
         if row.get("in_domain", (queries_of, docs_of) not in CROSS_PAIRS) != in_domain:
             continue
         ev = confidence.Evidence(**{k: v for k, v in row.items() if k in fields})
-        out.append(Row(queries_of, docs_of, in_domain, ev, confidence.band(ev), row["ok"]))
+        band = confidence.band(ev)
+        out.append(Row(queries_of, docs_of, in_domain, ev, band, row["ok"], row["band"]))
     return out
 
 
@@ -225,48 +249,67 @@ def ceiling(rows: list[Row]) -> dict[str, float]:
     return out
 
 
-def grid_point(
-    sets: dict[str, list[Row]],
-    cross: list[Row],
-    margin: float,
-    agree: bool,
-    hub: float,
-    pointer: float = confidence.POINTER_MAX_HIGH,
-    margin_agreed: float | None = confidence.MARGIN_AGREED,
-    lexical_agree_rank: int = confidence.LEXICAL_AGREE_RANK,
-    agreed_cosine_min: float = confidence.AGREED_COSINE_MIN,
-    margin_by_document: bool = confidence.MARGIN_BY_DOCUMENT,
-    agree_by_document: bool = confidence.AGREE_BY_DOCUMENT,
-) -> dict[str, Any]:
-    knobs = {
-        "pointer_max_high": pointer,
-        "margin_agreed": margin_agreed,
-        "lexical_agree_rank": lexical_agree_rank,
-        "agreed_cosine_min": agreed_cosine_min,
-        "margin_by_document": margin_by_document,
-        "agree_by_document": agree_by_document,
-    }
+@dataclass(frozen=True)
+class Tally:
+    queries: int
+    high: int
+    high_correct: int
+    low: int = 0
 
-    def band(ev: confidence.Evidence) -> str:
-        return confidence.band(ev, margin, agree, hub, **knobs)
 
+def tally(rows: list[Row], knobs: dict[str, Any]) -> Tally:
+    """Counts of one set's (or the cross pairs') bands under confidence.band(**knobs)."""
+    bands = [confidence.band(r.evidence, **knobs) for r in rows]
+    high = [r.correct for r, b in zip(rows, bands, strict=True) if b == "high"]
+    return Tally(len(rows), len(high), sum(high), bands.count("low"))
+
+
+def _point(knobs: dict[str, Any], sets: dict[str, Tally], cross: Tally) -> dict[str, Any]:
     per_set = {}
-    for name, rows in sets.items():
-        bands = [band(r.evidence) for r in rows]
-        per_set[name] = band_report(rows, bands)["high"] | {"met": None}
-        per_set[name]["met"] = high_met({"high": per_set[name]}, name)
-    cross_bands = [band(r.evidence) for r in cross]
+    for name, t in sets.items():
+        high = {
+            "share": round(t.high / t.queries, 3),
+            "p_at_1": round(t.high_correct / t.high, 3) if t.high else None,
+        }
+        per_set[name] = high | {"met": high_met({"high": high}, name)}
     return {
-        "margin_high": margin,
-        "agree_for_high": agree,
-        "hub_max_high": hub,
         **knobs,
         "sets_met": sum(v["met"] for v in per_set.values()),
-        "min_p_at_1": min((v["p_at_1"] or 0.0) for v in per_set.values()),
-        "cross_high": round(cross_bands.count("high") / len(cross), 3) if cross else 0.0,
-        "cross_low": round(cross_bands.count("low") / len(cross), 3) if cross else None,
+        # a set with no `high` has no precision to lower (udhr-en2th in lexical mode)
+        "min_p_at_1": min((v["p_at_1"] for v in per_set.values() if v["p_at_1"]), default=0.0),
+        "cross_high": round(cross.high / cross.queries, 3) if cross.queries else 0.0,
+        "cross_low": round(cross.low / cross.queries, 3) if cross.queries else None,
         "sets": per_set,
     }
+
+
+def grid_point(
+    sets: dict[str, list[Row]], cross: list[Row], knobs: dict[str, Any]
+) -> dict[str, Any]:
+    """Per set the share and precision of `high` (and whether it meets its target), and the
+    cross pairs' `high` and `low` shares, under confidence.band with these keyword arguments."""
+    tallies = {name: tally(rows, knobs) for name, rows in sets.items()}
+    return _point(knobs, tallies, tally(cross, knobs))
+
+
+def grid(mode: str) -> list[dict[str, Any]]:
+    """The `high` rule's calibration grid: lexical mode has no semantic side, so agreement and
+    the second route never apply there and its own rule (the *_lexical arguments) is varied."""
+    if mode == "lexical":
+        keys = tuple(LEXICAL_GRID)
+        return [dict(zip(keys, p, strict=True)) for p in itertools.product(*LEXICAL_GRID.values())]
+    points = [
+        (*head, *agreed, *by_doc)
+        for head in itertools.product(MARGIN_GRID, AGREE_GRID, HUB_GRID, POINTER_GRID)
+        for agreed in AGREED_GRID
+        for by_doc in itertools.product(BY_DOCUMENT_GRID, BY_DOCUMENT_GRID)
+    ]
+    return [dict(zip(GRID_KEYS, p, strict=True)) for p in points]
+
+
+def constants_point(mode: str) -> dict[str, Any]:
+    keys = LEXICAL_GRID if mode == "lexical" else GRID_KEYS
+    return {key: getattr(confidence, key.upper()) for key in keys}
 
 
 def _objective(point: dict[str, Any]) -> tuple[int, float, float]:
@@ -320,45 +363,74 @@ def _cosine_spread(rows: list[Row]) -> dict[str, Any]:
 
 
 def calibrate(sets: dict[str, list[Row]], cross: list[Row], mode: str) -> None:
-    for name, rows in sets.items():  # the share floor of each set: what the constants give
-        high = band_report(rows, [confidence.band(r.evidence) for r in rows])["high"]
-        TODAY_SHARE[name] = high["share"]
+    for name, rows in sets.items():  # the share floor of each set: what search gave it
+        bands = [r.searched_band or confidence.band(r.evidence) for r in rows]
+        TODAY_SHARE[name] = band_report(rows, bands)["high"]["share"]
     low_grid(sets, cross, mode)
     for name, rows in sets.items():
         print(json.dumps({"ceiling_top30": name, "mode": mode, **ceiling(rows)}), flush=True)
-    # lexical mode has no semantic side: agreement and the second route never apply there
-    semantic = mode != "lexical"
-    grid = [
-        (*head, *agreed, *by_doc)
-        for head in itertools.product(
-            MARGIN_GRID, AGREE_GRID if semantic else (True,), HUB_GRID, POINTER_GRID
-        )
-        for agreed in (AGREED_GRID if semantic else AGREED_GRID[:1])
-        for by_doc in itertools.product(
-            BY_DOCUMENT_GRID, BY_DOCUMENT_GRID if semantic else (False,)
-        )
-    ]
-    points = [grid_point(sets, cross, *point) for point in grid]
-    current = tuple(getattr(confidence, key.upper()) for key in GRID_KEYS)
-    ranked = sorted(range(len(grid)), key=lambda i: _objective(points[i]), reverse=True)
+    knobs = grid(mode)
+    # each point's counts once per set: a fold's choice adds them up without banding again
+    table = [({n: tally(rows, k) for n, rows in sets.items()}, tally(cross, k)) for k in knobs]
+    points = [_point(k, t, c) for k, (t, c) in zip(knobs, table, strict=True)]
+    ranked = sorted(range(len(knobs)), key=lambda i: _objective(points[i]), reverse=True)
     for i in ranked[:GRID_SHOWN]:
         print(json.dumps({"grid": mode, **points[i]}), flush=True)
-    now = grid_point(sets, cross, *current)
+    now = grid_point(sets, cross, constants_point(mode))
     print(json.dumps({"grid": mode, "constants": True, **now}), flush=True)
     keyword_folds = [t for t in KEYWORD_TWINS if set(t) & KEYWORD_SETS]
     twins = {n for t in keyword_folds for n in t}
     keyword_folds += [(n,) for n in sorted(KEYWORD_SETS - twins)]
+    held_out: dict[str, dict[str, Any]] = {}
     for fold in (*FOLDS, *keyword_folds):
-        held = {k: v for k, v in sets.items() if k in fold}
-        train = {k: v for k, v in sets.items() if k not in fold}
-        if not held or not train:
+        if not set(fold) & set(sets) or not set(sets) - set(fold):
             continue
-        # ties keep the first grid point (the order of MARGIN_GRID, AGREE_GRID, HUB_GRID, ...)
-        best = max(grid, key=lambda p: _objective(grid_point(train, cross, *p)))
-        chosen = dict(zip(GRID_KEYS, best, strict=True))
-        for name, test in grid_point(held, [], *best)["sets"].items():
-            report = {"leave_out": name, "fold": list(fold), "mode": mode, "chosen": chosen}
+
+        def trained(i: int, fold: tuple[str, ...] = fold) -> tuple[int, float, float]:
+            train = {n: t for n, t in table[i][0].items() if n not in fold}
+            return _objective(_point(knobs[i], train, table[i][1]))
+
+        best = max(range(len(knobs)), key=trained)  # ties keep the first grid point
+        held = {n: t for n, t in table[best][0].items() if n in fold}
+        for name, test in _point(knobs[best], held, table[best][1])["sets"].items():
+            report = {"leave_out": name, "fold": list(fold), "mode": mode, "chosen": knobs[best]}
             print(json.dumps(report | test), flush=True)
+            held_out[name] = test
+    print_table(sets, now, held_out, mode)
+
+
+def print_table(
+    sets: dict[str, list[Row]],
+    now: dict[str, Any],
+    held_out: dict[str, dict[str, Any]],
+    mode: str,
+) -> None:
+    """One markdown row per set: `high` as search gave it (the dump), under the constants and
+    held out; `low` under the constants."""
+    fmt = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+    print(f"\n### {mode}")
+    print(
+        "| set | p@1 | searched high share | searched high p@1 | high share | high p@1 "
+        "(in-sample) | held-out high p@1 | held-out high share | low share | low p@1 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, rows in sets.items():
+        searched = band_report(rows, [r.searched_band or r.band for r in rows])["high"]
+        low = band_report(rows, [confidence.band(r.evidence) for r in rows])["low"]
+        high, held = now["sets"][name], held_out.get(name, {})
+        p_at_1 = sum(r.correct for r in rows) / len(rows)
+        cells = (
+            p_at_1,
+            searched["share"],
+            searched["p_at_1"],
+            high["share"],
+            high["p_at_1"],
+            held.get("p_at_1"),
+            held.get("share"),
+            low["share"],
+            low["p_at_1"],
+        )
+        print(f"| {name} | " + " | ".join(fmt(c) for c in cells) + " |")
 
 
 def main() -> int:

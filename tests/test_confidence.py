@@ -112,7 +112,10 @@ def test_a_narrower_winner_both_sides_put_on_top_is_high(config: Config) -> None
     assert confidence.band(replace(narrow, semantic=False)) == "medium"
     unsure = replace(narrow, cosine=confidence.AGREED_COSINE_MIN - 0.01)
     assert confidence.band(unsure) == "medium"
-    assert confidence.band(replace(narrow, cosine=None, semantic=False)) == "medium"
+    # without a cosine the lexical rule alone decides: the same narrow margin over another
+    # document (runner-up of another document) is not enough there
+    alone = replace(narrow, cosine=None, semantic=False, doc_margin=narrow.margin)
+    assert confidence.band(alone) == "medium"
     below = replace(narrow, margin=confidence.MARGIN_AGREED - 0.01)
     assert confidence.band(below) == "medium"
     assert confidence.band(replace(narrow, hub=1.0)) == "medium"
@@ -210,16 +213,13 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
         result = rag_service.search(config, query, mode="hybrid")
         ev = confidence.evidence(result)
         rows.append(bench.Row("s", "s", True, ev, result.confidence, result.hits[0].path == path))
-    point = bench.grid_point(
-        {"s": rows},
-        [],
-        confidence.MARGIN_HIGH,
-        confidence.AGREE_FOR_HIGH,
-        confidence.HUB_MAX_HIGH,
-    )
+    point = bench.grid_point({"s": rows}, [], bench.constants_point("hybrid"))
     report = bench.band_report(rows, [r.band for r in rows])
     assert point["sets"]["s"]["share"] == report["high"]["share"]
     assert point["sets"]["s"]["p_at_1"] == report["high"]["p_at_1"]
+    # every grid point is a set of band's keyword arguments, in both modes
+    for mode in ("hybrid", "lexical"):
+        assert bench.constants_point(mode) in bench.grid(mode)
     # a --dump file gives the same rows back (recalibration without searching again)
     dump = tmp_path / "ev.jsonl"
     with dump.open("w", encoding="utf-8") as out:
@@ -227,7 +227,8 @@ def test_bench_calibration_runs_on_real_rows(config: Config, tmp_path: Path) -> 
             line = {"q": "s", "d": "s", "ok": r.correct, "in_domain": True, "band": r.band}
             line["mode"] = "hybrid"
             out.write(json.dumps(line | dataclasses.asdict(r.evidence)) + "\n")
-    assert bench.from_dump(dump, "s", "s", True, "hybrid") == rows
+    again = [dataclasses.replace(r, searched_band=r.band) for r in rows]
+    assert bench.from_dump(dump, "s", "s", True, "hybrid") == again
     assert bench.from_dump(dump, "s", "s", False, "hybrid") == []
     assert bench.from_dump(dump, "s", "s", True, "lexical") == []  # another mode's rows
 
@@ -327,3 +328,78 @@ def test_the_sample_folders_retention_clause_is_not_low_when_it_holds_every_word
     assert "Signed contracts are kept" in result.sections[result.hits[0].section_id]
     assert confidence.evidence(result).coverage == 1.0
     assert result.confidence != "low"
+
+
+def test_the_units_channels_rank_and_margin_reach_the_evidence(config: Config) -> None:
+    """Lexical mode: the units channel (whole documents) ranks the printer page first and the
+    shed note (`replace`) second; the band sees that rank and the channel's margin of its first
+    document over its second (the scores the hits carry from it); a query only one document
+    answers has margin 1. Beside the semantic side the channel does not run."""
+    result = rag_service.search(config, "replace the printer queue", mode="lexical")
+    ev = confidence.evidence(result)
+    top = result.hits[0]
+    assert top.path == "printer.md" and ev.units_ran and ev.unit_rank == 1
+    units = [h.channels["units"] for h in result.hits if "units" in h.channels]
+    second = next(u.score for u in units if u.rank == 2)
+    first = top.channels["units"].score
+    assert ev.unit_margin == pytest.approx((first - second) / first)
+    assert 0.0 < ev.unit_margin < 1.0
+    alone = rag_service.search(config, "sharpen the lawn mower blade", mode="lexical")
+    assert {h.path for h in alone.hits} == {"lawn.md"}
+    assert confidence.evidence(alone).unit_margin == 1.0
+    hybrid = confidence.evidence(
+        rag_service.search(config, "replace the printer queue", mode="hybrid")
+    )
+    assert not hybrid.units_ran and hybrid.unit_rank is None and hybrid.unit_margin == 0.0
+
+
+def test_the_units_margin_is_over_the_second_document() -> None:
+    from helpers.lexical.common import ChannelResult
+
+    two_docs = ChannelResult("units", [(7, 4.0), (8, 4.0), (9, 3.0)], ranks=(1, 1, 2))
+    assert confidence.unit_margin([two_docs]) == pytest.approx(0.25)
+    assert confidence.unit_margin([ChannelResult("units", [(7, 4.0)], ranks=(1,))]) == 1.0
+    assert confidence.unit_margin([ChannelResult("bm25", [(7, 4.0), (9, 3.0)])]) == 0.0
+
+
+def test_the_lexical_side_alone_takes_its_own_rule(config: Config) -> None:
+    """Without a cosine (lexical mode) `high` is decided by the *_lexical rule alone: its own
+    margin (by text or by document), the units channel's first document and margin when that
+    channel ran, and full coverage when asked; the hybrid rule's margin does not apply."""
+    ev = confidence.evidence(
+        rag_service.search(config, "how do I install the scanner driver", mode="lexical")
+    )
+    assert ev.cosine is None and ev.units_ran and ev.unit_rank == 1 and ev.coverage == 1.0
+    assert confidence.band(ev) == "high"
+    assert confidence.band(ev, margin_high=2.0) == "high"
+    lexical = {"margin_by_document_lexical": False}
+    assert confidence.band(ev, margin_high_lexical=ev.margin + 0.01, **lexical) == "medium"
+    agree = {"unit_agree_lexical": True}
+    assert confidence.band(replace(ev, unit_rank=2), **agree) == "medium"
+    assert confidence.band(replace(ev, unit_rank=2), unit_agree_lexical=False) == "high"
+    alone = replace(ev, units_ran=False, unit_rank=None, unit_margin=0.0)
+    assert confidence.band(alone, **agree, unit_margin_lexical=0.5) == "high"  # nothing to ask
+    assert confidence.band(ev, unit_margin_lexical=ev.unit_margin + 0.01) == "medium"
+    partial = replace(ev, coverage=0.9)
+    assert confidence.band(partial, full_coverage_lexical=True) == "medium"
+    assert confidence.band(partial, full_coverage_lexical=False) == "high"
+
+
+def test_two_passages_of_the_top_document_leading_is_the_second_lexical_route(
+    config: Config,
+) -> None:
+    """Both lawn sections lead (the runner-up is the top document's own passage): in lexical
+    mode the margin over the first other document then needs only OWN_MARGIN_LEXICAL; the same
+    margin with the runner-up in another document does not reach `high`."""
+    result = rag_service.search(config, "sharpen the lawn mower blade", mode="lexical")
+    ev = confidence.evidence(result)
+    assert [h.path for h in result.hits[:2]] == ["lawn.md", "lawn.md"]
+    assert ev.doc_margin > ev.margin and ev.cosine is None
+    assert confidence.OWN_MARGIN_LEXICAL is not None
+    own = replace(ev, margin=0.0, doc_margin=confidence.OWN_MARGIN_LEXICAL)
+    assert confidence.band(own) == "high"
+    assert confidence.band(own, own_margin_lexical=None) == "medium"  # the route decides
+    below = replace(own, doc_margin=confidence.OWN_MARGIN_LEXICAL - 0.01)
+    assert confidence.band(below) == "medium"
+    other = replace(own, margin=own.doc_margin)  # the runner-up is another document's
+    assert confidence.band(other) == "medium"

@@ -4,17 +4,21 @@ same band).
 
 Evidence of the top hit: which sides found it (lexical channels, semantic) and how high, the
 share of the query's content words its section holds, how far its fused score stands above the
-runner-up's, its cosine, and whether its section only points at the answer (a cross-reference
-that quotes the query). rag_search fills the last two in the result (TopMatch) from the query
-it parsed; `assess` reads the rest from the hits. The thresholds are in
+runner-up's, its cosine, whether its section only points at the answer (a cross-reference
+that quotes the query), and in lexical mode where the units channel (whole pages) ranks its
+document and by what margin. rag_search fills coverage, the pointer weight and the units margin
+in the result (TopMatch); `assess` reads the rest from the hits. Without a cosine the lexical
+side decides alone, by a rule of its own (`_lexical_band`). The thresholds are in
 helpers.ranking.constants; a ranking change may move their calibration: re-run
 bench/bench_confidence.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from helpers.lexical.common import ChannelResult
 from helpers.lexical.query_terms import Query
 from helpers.ranking.constants import (
     AGREE_BY_DOCUMENT,
@@ -25,12 +29,18 @@ from helpers.ranking.constants import (
     COSINE_MIN,
     COSINE_STRONG,
     COVERAGE_MIN,
+    FULL_COVERAGE_LEXICAL,
     HUB_MAX_HIGH,
     LEXICAL_AGREE_RANK,
     MARGIN_AGREED,
     MARGIN_BY_DOCUMENT,
+    MARGIN_BY_DOCUMENT_LEXICAL,
     MARGIN_HIGH,
+    MARGIN_HIGH_LEXICAL,
+    OWN_MARGIN_LEXICAL,
     POINTER_MAX_HIGH,
+    UNIT_AGREE_LEXICAL,
+    UNIT_MARGIN_LEXICAL,
 )
 from helpers.results import Hit, SearchResult
 from helpers.text.normalize import fold
@@ -44,17 +54,24 @@ __all__ = [
     "COSINE_MIN",
     "COSINE_STRONG",
     "COVERAGE_MIN",
+    "FULL_COVERAGE_LEXICAL",
     "HUB_MAX_HIGH",
     "LEXICAL_AGREE_RANK",
     "MARGIN_AGREED",
     "MARGIN_BY_DOCUMENT",
+    "MARGIN_BY_DOCUMENT_LEXICAL",
     "MARGIN_HIGH",
+    "MARGIN_HIGH_LEXICAL",
+    "OWN_MARGIN_LEXICAL",
     "POINTER_MAX_HIGH",
+    "UNIT_AGREE_LEXICAL",
+    "UNIT_MARGIN_LEXICAL",
     "Evidence",
     "assess",
     "band",
     "coverage",
     "evidence",
+    "unit_margin",
 ]
 
 
@@ -74,6 +91,9 @@ class Evidence:
     doc_margin: float = 0.0  # the margin over the first hit of another document (not a copy)
     doc_lexical_rank: int | None = None  # best lexical rank of any hit of the top document
     doc_semantic_rank: int | None = None  # best semantic rank of any hit of the top document
+    units_ran: bool = False  # the units channel ranked documents for this query
+    unit_rank: int | None = None  # the top hit's rank there (its document's); None: not there
+    unit_margin: float = 0.0  # that channel's margin of its first document over its second
 
 
 def evidence(result: SearchResult) -> Evidence:
@@ -113,11 +133,27 @@ def evidence(result: SearchResult) -> Evidence:
         doc_margin=_margin(top.score, other_doc.score if other_doc else 0.0),
         doc_lexical_rank=_best_rank(own, lexical=True),
         doc_semantic_rank=_best_rank(own, lexical=False),
+        units_ran="units" in result.channels_used,
+        unit_rank=top.channels["units"].rank if "units" in top.channels else None,
+        unit_margin=result.top.unit_margin,
     )
 
 
 def _margin(top: float, second: float) -> float:
     return (top - second) / top if top > 0 else 0.0
+
+
+def unit_margin(results: Sequence[ChannelResult]) -> float:
+    """The units channel's margin of its first document over its second (1.0: one document,
+    0.0: it did not run): whole-page BM25 is evidence of its own on which page answers."""
+    units = next((r for r in results if r.name == "units" and r.ranked), None)
+    if units is None:
+        return 0.0
+    ranks = units.ranks or tuple(range(1, len(units.ranked) + 1))
+    scores: dict[int, float] = {}
+    for (_, score), rank in zip(units.ranked, ranks, strict=True):
+        scores.setdefault(rank, score)
+    return _margin(scores.get(1, 0.0), scores.get(2, 0.0))
 
 
 # Channels whose rank is not the chunk's own: the units channel gives every chunk of a unit that
@@ -163,11 +199,18 @@ def band(
     margin_by_document: bool = MARGIN_BY_DOCUMENT,
     agree_by_document: bool = AGREE_BY_DOCUMENT,
     coverage_min: float = COVERAGE_MIN,
+    margin_high_lexical: float = MARGIN_HIGH_LEXICAL,
+    margin_by_document_lexical: bool = MARGIN_BY_DOCUMENT_LEXICAL,
+    unit_agree_lexical: bool = UNIT_AGREE_LEXICAL,
+    unit_margin_lexical: float = UNIT_MARGIN_LEXICAL,
+    full_coverage_lexical: bool = FULL_COVERAGE_LEXICAL,
+    own_margin_lexical: float | None = OWN_MARGIN_LEXICAL,
 ) -> str:
     """low when neither side really matched; high for a top hit that is neither a hub nor a
-    pointer to the answer and is a clear winner the semantic side agrees with (when it ran), or
-    a narrower winner both sides put at their top; else medium. The keyword arguments are for
-    calibration (bench/bench_confidence.py); search uses the constants."""
+    pointer to the answer and is a clear winner the semantic side agrees with, or a narrower
+    winner both sides put at their top; without a semantic side, a clear lexical winner by the
+    lexical rules; else medium. The keyword arguments are for calibration
+    (bench/bench_confidence.py); search uses the constants."""
     if ev.hits == 0:
         return "low"
     semantic_weak = (
@@ -181,6 +224,16 @@ def band(
         return "low"
     if ev.hub > hub_max_high or ev.pointer > pointer_max_high:
         return "medium"
+    if ev.cosine is None:
+        return _lexical_band(
+            ev,
+            margin_high_lexical,
+            margin_by_document_lexical,
+            unit_agree_lexical,
+            unit_margin_lexical,
+            full_coverage_lexical,
+            own_margin_lexical,
+        )
     margin = ev.doc_margin if margin_by_document else ev.margin
     if agree_by_document:
         rank = ev.doc_semantic_rank
@@ -188,14 +241,38 @@ def band(
         lexical_rank = ev.doc_lexical_rank
     else:
         semantic_agrees, lexical_rank = ev.semantic, ev.lexical_rank
-    semantic_ran = ev.cosine is not None
-    if margin >= margin_high and (not (agree_for_high and semantic_ran) or semantic_agrees):
+    if margin >= margin_high and (not agree_for_high or semantic_agrees):
         return "high"
     both_agree = semantic_agrees and lexical_rank is not None and lexical_rank <= lexical_agree_rank
-    sure = ev.cosine is not None and ev.cosine >= agreed_cosine_min
+    sure = ev.cosine >= agreed_cosine_min
     if margin_agreed is not None and margin >= margin_agreed and both_agree and sure:
         return "high"
     return "medium"
+
+
+def _lexical_band(
+    ev: Evidence,
+    margin_high: float,
+    by_document: bool,
+    unit_agree: bool,
+    unit_margin_min: float,
+    full_coverage: bool,
+    own_margin: float | None,
+) -> str:
+    """The lexical side alone, past `low`, hubs and pointers: `high` for a clear winner by the
+    fused margin (or by `own_margin` over the first other document when the runner-up is a
+    passage of the top document: doc_margin > margin) whose document the units channel (when it
+    ran) also ranks first by its own margin, and whose section holds every content word when
+    asked; else medium."""
+    margin = ev.doc_margin if by_document else ev.margin
+    own = own_margin is not None and ev.doc_margin > ev.margin and ev.doc_margin >= own_margin
+    if (margin < margin_high and not own) or (full_coverage and ev.coverage < 1.0):
+        return "medium"
+    if ev.units_ran and unit_agree and ev.unit_rank != 1:
+        return "medium"
+    if ev.units_ran and ev.unit_margin < unit_margin_min:
+        return "medium"
+    return "high"
 
 
 def assess(result: SearchResult) -> str:
