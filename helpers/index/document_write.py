@@ -382,13 +382,14 @@ def _insert_sections(
     fts_rows: list[tuple[int, str, bool]] = []
     marked: dict[str, str] = {}  # text -> fold(text) of the rows whose norm SQL computes
     for ordinal, section in enumerate(sections, start=first_ordinal):
+        section_fields = section.location.to_dict()
         section_rows.append(
             (
                 section_id,
                 doc_id,
                 ordinal,
                 pack_section_text(section.text),
-                json.dumps(section.location.to_dict()),
+                json.dumps(section_fields),
                 section.hub if section.hub is not None else hub_score(section.text),
             )
         )
@@ -406,7 +407,7 @@ def _insert_sections(
                     child.text,
                     stored,
                     "",  # text_hash: the semantic build hashes the text itself (migration 9)
-                    pack_child_location(child.location, section.location),
+                    pack_child_location(child.location, section.location, section_fields),
                     int(child.ocr),
                 )
             )
