@@ -223,6 +223,9 @@ def sync_files(
     purge: list[str] = []  # documents whose old text held a secret this detector version finds
     candidates = plan.candidates
     hashed: dict[str, str | OSError] = {}  # read ahead of their turn (see _read_ahead)
+    # The files the child reads: the others are never read ahead, so each look ahead skips
+    # them by name instead of asking _sandboxed again for every one of the next files.
+    through_child = {e.rel_path for e in candidates if sandbox is not None and _sandboxed(e)}
     check_cancel_now = immediate_cancel_check(observer)
     group = WriteGroup(conn, observer)  # small documents share a transaction (group_write)
     try:
@@ -235,7 +238,7 @@ def sync_files(
 
             def read_ahead(following: list[FileEntry] = following) -> None:
                 for entry_ahead in following if sandbox is not None else ():
-                    if entry_ahead.rel_path in hashed:
+                    if entry_ahead.rel_path in hashed or entry_ahead.rel_path not in through_child:
                         continue
                     if not sandbox.can_prefetch():
                         return  # later files wait: the child must get them in their order

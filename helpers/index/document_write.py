@@ -29,7 +29,13 @@ from helpers.secrets import DETECTOR_VERSION
 from helpers.store.codec import pack_child_location, pack_section_text
 from helpers.store.fold_sql import FOLDED_MARK, primed_folds, stored_norm
 from helpers.store.index_db import index_chunk_rows, write_transaction
-from helpers.store.units import PreparedUnit, drop_units, prepare_units, write_units
+from helpers.store.units import (
+    PreparedUnit,
+    SectionPlace,
+    drop_units,
+    prepare_units,
+    write_units,
+)
 from helpers.text.chunking import CHUNK_SCHEME, Section
 from helpers.text.cjk import index_text as cjk_index_text
 from helpers.text.hubs import hub_score
@@ -289,8 +295,14 @@ def _insert_staging_row(conn: sqlite3.Connection, entry: FileEntry, sha256: str,
 
 def document_units(content: DocumentContent) -> tuple[PreparedUnit, ...]:
     """The document's retrieval units (helpers.store.units), computed outside the write lock."""
-    sections = [(s.text, (s.location.section_path, s.location.page)) for s in content.sections]
-    return prepare_units(content.title, sections)
+    return prepare_units(*document_unit_input(content))
+
+
+def document_unit_input(content: DocumentContent) -> tuple[str, list[tuple[str, SectionPlace]]]:
+    """What prepare_units takes of a document: its title and each section's (text, place)."""
+    return content.title, [
+        (s.text, (s.location.section_path, s.location.page)) for s in content.sections
+    ]
 
 
 def _retire(conn: sqlite3.Connection, doc_id: int, why: str = "replaced") -> None:
@@ -382,13 +394,14 @@ def _insert_sections(
     fts_rows: list[tuple[int, str, bool]] = []
     marked: dict[str, str] = {}  # text -> fold(text) of the rows whose norm SQL computes
     for ordinal, section in enumerate(sections, start=first_ordinal):
+        section_fields = section.location.to_dict()
         section_rows.append(
             (
                 section_id,
                 doc_id,
                 ordinal,
                 pack_section_text(section.text),
-                json.dumps(section.location.to_dict()),
+                json.dumps(section_fields),
                 section.hub if section.hub is not None else hub_score(section.text),
             )
         )
@@ -406,7 +419,7 @@ def _insert_sections(
                     child.text,
                     stored,
                     "",  # text_hash: the semantic build hashes the text itself (migration 9)
-                    pack_child_location(child.location, section.location),
+                    pack_child_location(child.location, section.location, section_fields),
                     int(child.ocr),
                 )
             )

@@ -18,14 +18,14 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from helpers.index.discard import delete_rows_of
 from helpers.index.document_write import (
     SINGLE_TRANSACTION_CHUNKS,
     DocumentContent,
     WriteObserver,
-    document_units,
+    document_unit_input,
     insert_document,
     max_ids,
     record_failure,
@@ -37,7 +37,7 @@ from helpers.index.document_write import (
 from helpers.index.pacing import paced_write
 from helpers.safety import FileEntry
 from helpers.store.batched import SQL_PARAMS, rows_in
-from helpers.store.units import PreparedUnit, drop_units
+from helpers.store.units import PreparedUnit, drop_units, prepare_many
 
 # Rows (written and replaced) per group transaction: the bound one document already had, ~1 s
 # of write lock at most (0.3-0.7 ms per chunk row with its full-text entries).
@@ -55,7 +55,7 @@ class _Document:
     entry: FileEntry
     sha256: str
     content: DocumentContent
-    units: tuple[PreparedUnit, ...]  # computed when the file is added, outside the write lock
+    units: tuple[PreparedUnit, ...] | None  # computed for the whole group before its lock
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class WriteGroup:
             self.flush()
             write_document(self._conn, entry, sha256, content, self._observer)
             return
-        self._add(_Document(entry, sha256, content, document_units(content)), rows)
+        self._add(_Document(entry, sha256, content, None), rows)
 
     def write_failure(self, entry: FileEntry, sha256: str, reason: str) -> None:
         rows = self._old_rows(entry)
@@ -134,6 +134,7 @@ class WriteGroup:
         self._items, self._callbacks, self._rows = [], [], 0
         if not items:
             return
+        items = _with_units(items)  # outside the write lock
         with paced_write(self._conn):
             _write_items(self._conn, items)
         self.commits += 1
@@ -157,6 +158,18 @@ class WriteGroup:
             "SELECT chunk_count FROM documents WHERE path = ?", (entry.rel_path,)
         ).fetchone()
         return int(row[0]) if row else 0
+
+
+def _with_units(items: list[_Item]) -> list[_Item]:
+    """The items with their documents' units, the group's computed together (prepare_many)."""
+    documents = [item for item in items if isinstance(item, _Document) and item.units is None]
+    prepared = iter(prepare_many([document_unit_input(item.content) for item in documents]))
+    return [
+        replace(item, units=next(prepared))
+        if isinstance(item, _Document) and item.units is None
+        else item
+        for item in items
+    ]
 
 
 def _write_items(conn: sqlite3.Connection, items: Sequence[_Item]) -> None:

@@ -47,9 +47,15 @@ def section_text(stored: str | bytes) -> str:
     return stored
 
 
-def pack_child_location(child: Location, section: Location) -> str:
-    """What chunks.location stores for a child of `section`: only what differs from it."""
-    mine, theirs = child.to_dict(), section.to_dict()
+def pack_child_location(
+    child: Location, section: Location, section_fields: dict[str, Any] | None = None
+) -> str:
+    """What chunks.location stores for a child of `section`: only what differs from it
+    (`section_fields`: section.to_dict(), when the caller has it for all its children)."""
+    if child == section:  # most children of a small file: no dict to build
+        return ""
+    mine = child.to_dict()
+    theirs = section.to_dict() if section_fields is None else section_fields
     if mine == theirs:
         return ""
     patch: dict[str, Any] = {k: v for k, v in mine.items() if theirs.get(k) != v}

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import chain
 
 from helpers.text import cjk, language_id, stemming, thai
 from helpers.text.normalize import fold, fold_marked
@@ -34,14 +35,14 @@ UNIT_TOKENS_VERSION = 2
 # Characters of a unit read to identify its language (its first lines tell it; as
 # language_id.SAMPLE_CHARS, the identifier's cost grows with the length).
 LANGUAGE_SAMPLE_CHARS = 2000
-# Distinct (language, word) stems kept per process: the vocabulary of a large folder; Snowball in
-# pure Python costs ~27 µs a word, a dict lookup well under 1.
+# Distinct (language, token) forms kept per process: the vocabulary of a large folder; a Snowball
+# stem costs microseconds (tens in pure Python), a dict lookup well under one.
 STEM_CACHE_MAX = 500_000
 _CJK_RUN = f"[{cjk.CJK_CHARS}]+"
 _THAI_RUN = thai.THAI_RUN.pattern
 _TOKEN = re.compile(f"{_CJK_RUN}|{_THAI_RUN}|[^\\W_\u0e00-\u0e7f{cjk.CJK_CHARS}]+")
 _CJK = re.compile(_CJK_RUN)
-_STEMS: dict[tuple[str, str], str] = {}
+_FORMS: dict[str, dict[str, tuple[str, ...]]] = {}  # language -> token -> tokens
 # The script of the Snowball languages not written in Latin letters (Unicode name prefixes);
 # Serbian is written in both and counts as Cyrillic's second.
 _SCRIPT_OF = {
@@ -92,26 +93,47 @@ def unit_language(text: str) -> str:
 def unit_tokens(text: str, language: str, skip: frozenset[str] = frozenset()) -> list[str]:
     """The tokens of `text` for the unit table, stemmed in `language` (a Snowball name, '' for
     none), leaving out the words whose folded form is in `skip` (a query's stop words)."""
-    out: list[str] = []
-    for match in _TOKEN.finditer(fold_marked(text)):
-        token = match.group()
-        first = token[0]
-        if _CJK.match(first):
-            out.extend(cjk.bigrams(token) if len(token) > 1 else [token])
-        elif "\u0e00" <= first <= "\u0e7f":
-            out.extend(fold(word) for word in thai.segment(token))
-        elif not skip or fold(token) not in skip:
-            out.append(_stemmed(language, token))
-    return out
+    tokens = _TOKEN.findall(fold_marked(text))
+    if skip:
+        tokens = [t for t in tokens if _kind(t) != _WORD or fold(t) not in skip]
+    forms = _forms_in(language)
+    missing = [t for t in dict.fromkeys(tokens) if t not in forms]
+    if missing:
+        _add_forms(forms, language, missing)
+    return list(chain.from_iterable(map(forms.__getitem__, tokens)))
 
 
-def _stemmed(language: str, word: str) -> str:
-    key = (language, word)
-    stem = _STEMS.get(key)
-    if stem is None:
-        stemmer = stemming.snowball(stemmer_language(word, language))
-        stem = fold(stemmer.stemWord(word) if stemmer is not None else word)
-        if len(_STEMS) >= STEM_CACHE_MAX:
-            _STEMS.clear()
-        _STEMS[key] = stem
-    return stem
+_WORD, _CJK_RUN_KIND, _THAI_RUN_KIND = range(3)
+
+
+def _kind(token: str) -> int:
+    first = token[0]
+    if _CJK.match(first):
+        return _CJK_RUN_KIND
+    return _THAI_RUN_KIND if "\u0e00" <= first <= "\u0e7f" else _WORD
+
+
+def _forms_in(language: str) -> dict[str, tuple[str, ...]]:
+    """The cache of token -> its output tokens for units in `language` (bounded in all)."""
+    if sum(map(len, _FORMS.values())) >= STEM_CACHE_MAX:
+        _FORMS.clear()
+    return _FORMS.setdefault(language, {})
+
+
+def _add_forms(forms: dict[str, tuple[str, ...]], language: str, tokens: list[str]) -> None:
+    """Fill `forms` for new tokens: the words of each stemmer in one stemWords call (the C
+    binding, PyStemmer, when installed, takes the list in one go)."""
+    by_stemmer: dict[str, list[str]] = {}
+    for token in tokens:
+        kind = _kind(token)
+        if kind == _CJK_RUN_KIND:
+            forms[token] = tuple(cjk.bigrams(token)) if len(token) > 1 else (token,)
+        elif kind == _THAI_RUN_KIND:
+            forms[token] = tuple(fold(word) for word in thai.segment(token))
+        else:
+            by_stemmer.setdefault(stemmer_language(token, language), []).append(token)
+    for name, words in by_stemmer.items():
+        stemmer = stemming.snowball(name)
+        stems = stemmer.stemWords(words) if stemmer is not None else words
+        for word, stem in zip(words, stems, strict=True):
+            forms[word] = (fold(stem),)
