@@ -102,17 +102,18 @@ AGREE_BY_DOCUMENT = False
 # The lexical side alone (lexical mode, or hybrid when the semantic side failed: no cosine):
 # nothing else agrees or disagrees, so `high` asks for the fused margin over the first other
 # text (by another document: ties on every set), and, when the units channel (whole pages,
-# helpers.lexical.units) ran, that its first document is the top hit's by a margin of its own:
-# the passage and the page level naming one document. The grid point leave-one-set-out picks
-# over the public and keyword sets (bench/notes/c-lex.md).
-MARGIN_HIGH_LEXICAL = 0.25
+# helpers.lexical.units) ran, a margin of its own between its first two documents: the page
+# level is sure too. The grid point leave-one-set-out picks over the public and keyword sets
+# after the per-query units weight, against the share of `high` before this wave
+# (bench/notes/c-lex.md, bench/RESULTS.md "Third product wave, fourth session").
+MARGIN_HIGH_LEXICAL = 0.2
 MARGIN_BY_DOCUMENT_LEXICAL = False
-UNIT_AGREE_LEXICAL = True  # when the units channel ran, its first document is the top hit's
-UNIT_MARGIN_LEXICAL = 0.1  # its margin over its second document
+UNIT_AGREE_LEXICAL = False  # its first document is the top hit's: no gain once units lift fusion
+UNIT_MARGIN_LEXICAL = 0.2  # the units channel's margin of its first document over its second
 FULL_COVERAGE_LEXICAL = False  # every content word in the top section: adds nothing there
-# A second lexical route: a margin of 0.1 over the first other document suffices when the
+# A second lexical route: a margin of 0.2 over the first other document suffices when the
 # runner-up is a passage of the top document (two of its passages lead); None: no such route.
-OWN_MARGIN_LEXICAL: float | None = 0.1
+OWN_MARGIN_LEXICAL: float | None = 0.2
 
 # -- lexical channels, pointer prior, term proximity (helpers.lexical) -------------------------
 # Candidates each lexical channel contributes to fusion (helpers.lexical.common and channels).
