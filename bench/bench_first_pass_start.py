@@ -1,0 +1,195 @@
+"""First search after a worker start, and warm searches, with stored first-pass codes.
+
+    python bench/bench_first_pass_start.py --base INDEX.sqlite3 [--base ...] \
+        --golden GOLDEN.json [--golden ...] --model-dir MODEL_DIR [--work /tmp/first-pass-start] \
+        [--sizes 100000,300000,1000000] [--queries 20]
+
+Per size, a real index file of that many synthetic vectors (bench_scale.synthesise: mixes of two
+real vectors of the --base indexes plus noise) and real warm worker processes, one per way of
+answering, each started fresh:
+
+- model: a worker's first search of a 100-vector index (spawn + model load + one query);
+- rebuild: first pass on, no codes stored: the worker encodes every vector when it loads them;
+- stored: the codes stored as the sync stores them (code_store.build, timed: the sync's cost),
+  loaded by the worker;
+- exact: first pass off, every vector scored.
+
+For each: the first search's wall time (spawn included), then the median of --queries warm
+searches (real golden queries, depth 400), recall@400 against the exact scan, whether stored
+and rebuilt codes answer the same, and the stored worker's RSS growth over the vectors' float16
+size (model loaded before, two searches after). One JSON object per size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.bench_first_pass import proc_mb  # noqa: E402
+from bench.bench_scale import real_vectors, synthesise, write_index  # noqa: E402
+from helpers.semantic import code_store, vector_pack  # noqa: E402
+from helpers.semantic.client import SemanticWorker  # noqa: E402
+from helpers.semantic.model import load_model_info  # noqa: E402
+
+DEPTH = 400  # helpers.semantic.candidates.SEMANTIC_DEPTH
+SEED = 11
+OFF = 10**12  # a first-pass threshold no index reaches
+
+
+def generation_of(db: Path) -> int:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT id FROM semantic_generations WHERE ready = 1").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def run(args, db: Path, name: str, min_vectors: int, queries: list[str]) -> dict[str, object]:
+    """A fresh warm worker: its first search (spawn included), then warm searches."""
+    generation = generation_of(db)
+    log = args.work / f"{name}.log"
+    log.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    with SemanticWorker(
+        args.model_dir,
+        log_path=log,
+        cache_dir=args.work / "cache",
+        idle_seconds=300,
+        first_pass_min_vectors=min_vectors,
+    ) as worker:
+        first = worker.search(db, generation, queries[0], DEPTH, fingerprint=args.fingerprint)
+        first_s = time.perf_counter() - t0
+        hits, times = [first], []
+        for text in queries[1:]:
+            t1 = time.perf_counter()
+            hits.append(worker.search(db, generation, text, DEPTH, fingerprint=args.fingerprint))
+            times.append((time.perf_counter() - t1) * 1000)
+    lines = [line for line in log.read_text().splitlines() if "first pass ready" in line]
+    return {
+        "first_s": round(first_s, 3),
+        "warm_p50_ms": round(statistics.median(times), 1),
+        "hits": hits,
+        "log": lines[-1].split("] ", 1)[-1] if lines else "",
+    }
+
+
+def memory(args, db: Path, query: str, float16_mb: float) -> dict[str, float]:
+    """RSS of a stored-codes worker with the model loaded, then after two searches."""
+    generation = generation_of(db)
+    with SemanticWorker(
+        args.model_dir,
+        log_path=args.work / "memory.log",
+        cache_dir=args.work / "cache",
+        idle_seconds=300,
+        first_pass_min_vectors=1,
+    ) as worker:
+        worker.info()
+        worker.embed(["warm up"], "query")
+        pid = worker.pid
+        assert pid is not None
+        before = proc_mb(pid, "VmRSS")
+        for text in (query, query + "?"):
+            worker.search(db, generation, text, DEPTH, fingerprint=args.fingerprint)
+        after, peak = proc_mb(pid, "VmRSS"), proc_mb(pid, "VmHWM")
+    return {
+        "rss_model_mb": round(before, 1),
+        "rss_after_mb": round(after, 1),
+        "peak_mb": round(peak, 1),
+        "growth_to_float16": round((after - before) / float16_mb, 3),
+    }
+
+
+def recall(found: list[list], truth: list[list]) -> tuple[float, float]:
+    pairs = zip(found, truth, strict=True)
+    values = [len({c for c, _ in f} & {c for c, _ in t}) / len(t) for f, t in pairs]
+    return round(float(np.mean(values)), 4), round(float(np.min(values)), 4)
+
+
+def store_codes(db: Path) -> float:
+    """The codes of the index's generation, written as the sync writes them; seconds."""
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        generation = generation_of(db)
+        rows = conn.execute(
+            "SELECT b.vectors, b.count, g.dim FROM semantic_blocks b JOIN semantic_generations g "
+            "ON g.id = b.generation_id WHERE g.id = ? ORDER BY b.block_no",
+            (generation,),
+        ).fetchall()
+        vectors = np.concatenate([vector_pack.unpack_vectors(v, n, d) for v, n, d in rows])
+        t0 = time.perf_counter()
+        code_store.build(
+            conn,
+            generation,
+            vectors,
+            [bytes(vector_pack.HASH_BYTES)] * len(vectors),
+            block_size=vector_pack.BLOCK_SIZE,
+            previous=None,
+            reusable=None,
+            threads=2,
+        )
+        return time.perf_counter() - t0
+    finally:
+        conn.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", action="append", type=Path, required=True)
+    parser.add_argument("--golden", action="append", type=Path, required=True)
+    parser.add_argument("--model-dir", type=Path, required=True)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/first-pass-start"))
+    parser.add_argument("--sizes", default="100000,300000,1000000")
+    parser.add_argument("--queries", type=int, default=20)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    args.fingerprint = load_model_info(args.model_dir, args.work / "cache").fingerprint
+    rng = np.random.default_rng(SEED)
+    texts = [q["query"] for g in args.golden for q in json.loads(g.read_text())["queries"]]
+    queries = [texts[i] for i in rng.permutation(len(texts))[: args.queries + 1]]
+    base = real_vectors(args.base)
+    small = args.work / "small.sqlite3"
+    write_index(small, base[:95].astype(np.float16), args.fingerprint, base[95:100])
+    for size in (int(s) for s in args.sizes.split(",") if s):
+        db = args.work / f"start-{size}.sqlite3"
+        vectors = synthesise(base, size, rng)
+        write_index(db, vectors, args.fingerprint, base[:5].astype(np.float16))
+        float16_mb = (size + 5) * vectors.shape[1] * 2 / 2**20
+        del vectors
+        model = run(args, small, "model", OFF, queries[:2])
+        rebuild = run(args, db, "rebuild", 1, queries)
+        store_s = store_codes(db)
+        stored = run(args, db, "stored", 1, queries)
+        exact = run(args, db, "exact", OFF, queries)
+        row: dict[str, object] = {
+            "vectors": size + 5,
+            "model_first_s": model["first_s"],
+            "store_codes_s": round(store_s, 2),
+        }
+        for name, result in (("rebuild", rebuild), ("stored", stored), ("exact", exact)):
+            row[f"{name}_first_s"] = result["first_s"]
+            row[f"{name}_warm_p50_ms"] = result["warm_p50_ms"]
+        row["stored_warm_to_exact"] = round(stored["warm_p50_ms"] / exact["warm_p50_ms"], 3)
+        row["stored_first_to_budget"] = round(
+            stored["first_s"] / (2 * stored["warm_p50_ms"] / 1000 + model["first_s"]), 3
+        )
+        row["recall@400_mean_worst"] = recall(stored["hits"], exact["hits"])
+        row["stored_equals_rebuild"] = stored["hits"] == rebuild["hits"]
+        row["stored_log"], row["rebuild_log"] = stored["log"], rebuild["log"]
+        row.update(memory(args, db, queries[0], float16_mb))
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
