@@ -133,18 +133,24 @@ def _code_rows(conn: sqlite3.Connection, generation: int) -> Iterator[tuple[int,
     )
 
 
-def stored_blocks(
+def _valid_rows(
     conn: sqlite3.Connection, header: Header, counts: Sequence[int]
-) -> dict[int, np.ndarray]:
-    """The valid code rows of the generation by block_no (damaged or misfit rows left out)."""
-    valid: dict[int, np.ndarray] = {}
+) -> Iterator[tuple[int, np.ndarray]]:
+    """(block_no, codes) of each intact code row of the generation (damaged or misfit rows are
+    left out)."""
     for block_no, count, blob, checksum in _code_rows(conn, header.generation):
         if not 0 <= block_no < len(counts) or count != counts[block_no]:
             continue
         if len(blob) != count * header.code_size or zlib.crc32(blob) != checksum:
             continue
-        valid[block_no] = np.frombuffer(blob, dtype=np.uint8).reshape(count, header.code_size)
-    return valid
+        yield block_no, np.frombuffer(blob, dtype=np.uint8).reshape(count, header.code_size)
+
+
+def stored_blocks(
+    conn: sqlite3.Connection, header: Header, counts: Sequence[int]
+) -> dict[int, np.ndarray]:
+    """The intact code rows of the generation by block_no."""
+    return dict(_valid_rows(conn, header, counts))
 
 
 def load(
@@ -168,17 +174,17 @@ def load(
         centroid = rabitq.fit_centroid(vectors)
         codes = rabitq.encode(vectors, centroid, threads)
         return LoadedCodes(centroid, codes, len(counts), len(counts), False)
-    valid = stored_blocks(conn, header, counts)
     codes = np.empty((n, header.code_size), dtype=np.uint8)
-    rebuilt = 0
-    at = 0
-    for block_no, count in enumerate(counts):
-        block = valid.get(block_no)
-        if block is None:
-            block = rabitq.encode(vectors[at : at + count], header.centroid, threads)
-            rebuilt += 1
-        codes[at : at + count] = block
-        at += count
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
+    loaded = np.zeros(len(counts), dtype=bool)
+    for block_no, block in _valid_rows(conn, header, counts):  # one BLOB in memory at a time
+        codes[starts[block_no] : starts[block_no + 1]] = block
+        loaded[block_no] = True
+    missing = np.nonzero(~loaded)[0].tolist()
+    for block_no in missing:
+        at, end = starts[block_no], starts[block_no + 1]
+        codes[at:end] = rabitq.encode(vectors[at:end], header.centroid, threads)
+    rebuilt = len(missing)
     if rebuilt:
         log.warning(
             "first-pass codes of generation %s: %d of %d blocks missing or damaged, rebuilt "
@@ -344,7 +350,7 @@ def complete(conn: sqlite3.Connection, generation: int, dim: int) -> bool:
     counts = [int(r[0]) for r in rows]
     if header is None or header_problem(header, dim, sum(counts), len(counts)) is not None:
         return False
-    return len(stored_blocks(conn, header, counts)) == len(counts)
+    return sum(1 for _ in _valid_rows(conn, header, counts)) == len(counts)
 
 
 def wanted(count: int, min_vectors: int) -> bool:
