@@ -247,24 +247,11 @@ def build(
     """
     n, dim = vectors.shape
     counts = block_counts(n, block_size)
-    inherited = _previous_codes(conn, previous, dim) if previous is not None else None
     codes = np.empty((n, rabitq.code_size(dim)), dtype=np.uint8)
-    todo = np.ones(n, dtype=bool)
-    if inherited is not None and reusable is not None:
-        header, by_hash = inherited
-        for index in np.nonzero(reusable)[0].tolist():
-            code = by_hash.get(hashes[index])
-            if code is not None:
-                codes[index] = np.frombuffer(code, dtype=np.uint8)
-                todo[index] = False
-        drift = header.drift + int(todo.sum())
-        if drift > REFIT_SHARE * n:
-            inherited = None  # drifted too far: refit on this generation and encode all
-        else:
-            centroid, fit_count = header.centroid, header.fit_count
-    if inherited is None:
-        centroid, fit_count, drift = rabitq.fit_centroid(vectors), n, 0
-        todo[:] = True
+    inherited = None
+    if previous is not None and reusable is not None:
+        inherited = _previous_codes(conn, previous, dim)
+    centroid, fit_count, drift, todo = _plan(vectors, hashes, codes, reusable, inherited)
     t0 = time.perf_counter()
     for at in range(0, n, rabitq.ENCODE_ROWS):
         if should_stop and should_stop():
@@ -282,6 +269,30 @@ def build(
         time.perf_counter() - t0,
     )
     return not (should_stop and should_stop())
+
+
+def _plan(
+    vectors: np.ndarray,
+    hashes: Sequence[bytes],
+    codes: np.ndarray,
+    reusable: np.ndarray | None,
+    inherited: tuple[Header, dict[bytes, bytes]] | None,
+) -> tuple[np.ndarray, int, int, np.ndarray]:
+    """(centroid, fit_count, drift, rows to encode): the previous centroid and the codes of the
+    copied rows (written into `codes`) while the drift stays under REFIT_SHARE, else a refit."""
+    n = len(vectors)
+    todo = np.ones(n, dtype=bool)
+    if inherited is not None and reusable is not None:
+        header, by_hash = inherited
+        for index in np.nonzero(reusable)[0].tolist():
+            code = by_hash.get(hashes[index])
+            if code is not None:
+                codes[index] = np.frombuffer(code, dtype=np.uint8)
+                todo[index] = False
+        drift = header.drift + int(todo.sum())
+        if drift <= REFIT_SHARE * n:
+            return header.centroid, header.fit_count, drift, todo
+    return rabitq.fit_centroid(vectors), n, 0, np.ones(n, dtype=bool)  # refit: encode all
 
 
 def write(
