@@ -7,7 +7,9 @@ Each DATA_DIR is an index already synced with semantic on (rag_eval.py --sync --
 For each set and mode the real service search runs twice: the warm worker's exact scan, then a
 warm worker whose first pass is forced on at any size (helpers.semantic.candidates.
 FIRST_PASS_MIN_VECTORS = 1). Prints one JSON object per set and mode: MRR@10 and Recall@8 of
-both and their differences (target: within +-0.002).
+both and their differences (target: within +-0.002). --store-codes first stores each index's
+first-pass codes (helpers/semantic/code_store.py, as a sync does for a large generation), so
+the forced worker loads them instead of encoding them; its log line says which it did.
 """
 
 from __future__ import annotations
@@ -40,15 +42,42 @@ def evaluate(argv: list[str], min_vectors: int | None) -> dict[str, float]:
     return {"mrr@10": report["mrr@10"], "recall@8": report["recall@8"]}
 
 
+def store_codes(data_dir: Path, model_dir: Path) -> str:
+    """The codes of the index's ready generation, stored as an unchanged sync stores them."""
+    from helpers.semantic import code_store
+    from helpers.semantic.generations import build_generation, latest_ready_generation
+    from helpers.store import index_db
+
+    conn = index_db.open_index(data_dir / "index.sqlite3")
+    try:
+        result = build_generation(
+            conn,
+            model_dir,
+            cache_dir=data_dir / "cache",
+            log_path=data_dir / "logs" / "codes.log",
+            codes_min_vectors=1,
+        )
+        generation = latest_ready_generation(conn)
+        assert generation is not None
+        ok = code_store.complete(conn, generation.id, generation.dim)
+    finally:
+        conn.close()
+    return f"{result.status}, codes {'complete' if ok else 'MISSING'}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", action="append", required=True, help="NAME=DATA_DIR")
     parser.add_argument("--eval-dir", type=Path, required=True)
     parser.add_argument("--model-dir", type=Path, required=True)
     parser.add_argument("--modes", default="semantic,hybrid")
+    parser.add_argument("--store-codes", action="store_true")
     args = parser.parse_args()
     for spec in args.set:
         name, data_dir = spec.split("=", 1)
+        if args.store_codes:
+            status = store_codes(Path(data_dir), args.model_dir)
+            print(json.dumps({"set": name, "codes": status}), flush=True)
         for mode in args.modes.split(","):
             argv = [
                 str(args.eval_dir / name / "golden.json"),

@@ -161,13 +161,21 @@ def downgraded_copy(
     return db
 
 
+def undo_migration_13(conn: sqlite3.Connection) -> None:
+    """An index as schema 12 left it: no stored first-pass codes."""
+    conn.execute("DROP TABLE IF EXISTS semantic_codes")
+    conn.execute("DROP TABLE IF EXISTS semantic_code_sets")
+    conn.execute("UPDATE meta SET value = '12' WHERE key = 'schema_version'")
+
+
 def undo_migration_12(conn: sqlite3.Connection) -> None:
     """An index as schema 11 left it: chunks.norm_stored holds fold(text) wherever lower(text)
     does not give it, under migration 8's generated column and triggers; doc_names_fts follows
-    doc_names inserts through a trigger."""
+    doc_names inserts through a trigger (and migration 13 undone)."""
     from helpers.store import index_db, migrations
     from helpers.store.fold_sql import register_fold
 
+    undo_migration_13(conn)
     register_fold(conn)
     conn.execute("UPDATE chunks SET norm_stored = norm WHERE norm_stored = char(1)")
     for trigger in ("fts_ad", "fts_au", "words_ad", "words_au", "ocr_ad", "ocr_au"):

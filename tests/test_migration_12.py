@@ -129,7 +129,7 @@ def test_a_schema_11_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     monkeypatch.setattr(backfill, "FOLD_BACKFILL_ROWS", 3)
     monkeypatch.setattr(backfill.time, "sleep", pauses.append)
     with closing(index_db.open_index(old.db_path)) as conn:
-        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 12
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 13
         assert conn.execute("SELECT 1 FROM meta WHERE key = 'fold_chunks_next'").fetchone() is None
         assert not conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'doc_names_ai'"
@@ -160,7 +160,7 @@ def test_a_half_converted_index_answers_the_same_and_a_killed_backfill_resumes(
     with pytest.raises(_Killed):  # killed after the first committed batch
         index_db.open_index(old.db_path)
     with closing(connect_read_only(old.db_path)) as conn:
-        assert index_db.schema_version(conn) == 12
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
         assert conn.execute("SELECT value FROM meta WHERE key = 'fold_chunks_next'").fetchone()
     half = _stored(old.db_path)
     assert half != fresh  # some rows converted, some still copies

@@ -76,7 +76,7 @@ def test_the_first_pass_returns_the_exact_scans_hits_and_scores_from_a_few_candi
     assert found == expected
     assert all(len(hits) == TOP_K for hits in found)
     log = (tmp_path / "codes.log").read_text()
-    assert f"first pass built for {n} vectors" in log
+    assert f"first pass ready for {n} vectors" in log
     candidates = first_pass.candidates(TOP_K, n)
     assert log.count(f"({candidates} candidates)") == len(QUERIES)
     assert "first pass" not in (tmp_path / "exact.log").read_text()
@@ -133,20 +133,16 @@ def test_a_new_generation_gets_its_own_codes_and_its_new_rows_are_found(
     assert all(not {c for c, _ in hits} & set(new) for hits in before)
     assert [hits[0][0] for hits in after] == new
     log = (tmp_path / "codes.log").read_text()
-    assert f"first pass built for {len(sentences)} vectors" in log
-    assert f"first pass built for {len(sentences) + len(new)} vectors" in log
+    assert f"first pass ready for {len(sentences)} vectors" in log
+    assert f"first pass ready for {len(sentences) + len(new)} vectors" in log
 
 
-def test_without_the_option_no_generation_gets_codes_however_large() -> None:
-    from helpers.semantic.first_pass import FirstPassCache
+def test_by_default_a_generation_below_the_threshold_gets_no_first_pass() -> None:
+    from helpers.semantic.first_pass import MIN_VECTORS, FirstPassCache
     from helpers.semantic.vector_pack import WarmGeneration
 
-    n, dim = 200_000, 384  # above every size a default threshold could reasonably have
-    rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((n, dim), dtype=np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    warm = WarmGeneration(
-        ("db", 1, "fp", n, 0.0), np.arange(n, dtype=np.int64), vectors.astype(np.float16), ()
-    )
-    assert FirstPassCache(threads=1).get(warm) is None
-    assert FirstPassCache(threads=1, min_vectors=n).get(warm) is not None
+    assert MIN_VECTORS is not None
+    n, dim = MIN_VECTORS - 1, 8
+    vectors = np.zeros((n, dim), dtype=np.float16)
+    warm = WarmGeneration(("db", 1, "fp", n, 0.0), np.arange(n, dtype=np.int64), vectors, ())
+    assert FirstPassCache(threads=1).get(warm) is None  # never opens "db": no first pass

@@ -1,14 +1,13 @@
 """Vector search that does not score everything: RaBitQ codes first, exact float16 rescoring.
 
-A warm worker holding a large generation derives compact codes of its vectors when it loads
-them (faiss `IndexRaBitQFastScan`: one bit a dimension of each vector minus the centroid, with
-RaBitQ's inner-product estimator; Gao & Long, SIGMOD 2024). A search ranks every code, takes
-the best `candidates(k, n)` rows and scores those exactly with the same scorer as the exact
-scan, so every returned score is exact and the order is the exact order of the rows it holds.
-The codes live only in the worker's memory, built from the generation's own stored vectors,
-so there is no second file that could be stale or half-written, and they go with the
-generation. Filtered searches do not come here: they score exactly the rows the filter allows
-(helpers/semantic/allowed.py).
+A warm worker holding a large generation ranks every vector's RaBitQ code (helpers/semantic/
+rabitq.py: one bit a dimension of x - centroid with RaBitQ's inner-product estimator; Gao &
+Long, SIGMOD 2024), takes the best `candidates(k, n)` rows and scores those exactly with the
+same scorer as the exact scan, so every returned score is exact and the order is the exact
+order of the rows it holds. The codes come from the index, stored with their generation by the
+sync (helpers/semantic/code_store.py); missing or damaged ones are encoded from the stored
+vectors with the stored centroid, which gives the same codes. Filtered searches do not come
+here: they score exactly the rows the filter allows (helpers/semantic/allowed.py).
 
 faiss is imported when the first index is built, never at import time, so processes that never
 search a large generation never load it.
@@ -18,34 +17,31 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from helpers.semantic import code_store, rabitq
 from helpers.semantic.vector_pack import TopK, WarmGeneration
+from helpers.store.read_only import connect_read_only
 
 log = logging.getLogger(__name__)
 
-# Off unless asked for (`--first-pass-min-vectors N`): the codes are built when a worker loads a
-# generation, ~9 s at 1M vectors, and a warm worker exits after 5 idle minutes, so a burst of
-# agent searches pays more than it saves until the codes are stored with their generation. From
-# 100k on a search costs 0.11-0.27x the exact scan once they are built; below 100k the exact
-# scan takes a few ms and the saving is small (bench/notes/v-index.md).
-MIN_VECTORS: int | None = None
+# From 100k vectors on a search costs 0.11-0.27x the exact scan, and with the codes stored in
+# the index the first search after a worker start loads them instead of encoding every vector
+# (bench/notes/v-store.md); below it the exact scan takes a few ms and the saving is small.
+MIN_VECTORS: int | None = 100_000
 # Candidates rescored per requested hit: at least CANDIDATES_PER_HIT, and more as the generation
 # grows, PER_HIT_PER_SQRT_N * sqrt(n) (the candidates that held recall@400 >= 0.99 grew like
 # sqrt(n) from 13k real to 1M synthetic vectors: bench/notes/v-index.md, section 2).
 CANDIDATES_PER_HIT = 8
 PER_HIT_PER_SQRT_N = 0.06
-# faiss factory string: RaBitQ fast-scan codes, one bit a dimension (two bits need far fewer
-# candidates but build several times slower: bench/notes/v-index.md "Rejected on the way").
-FACTORY = "RaBitQfs"
-QUERY_BITS = 8  # the query's own quantisation in the estimator (faiss's qb)
-TRAIN_SAMPLE = 16_384  # RaBitQ trains only the centroid: an evenly spaced sample of rows
-ENCODE_ROWS = 16_384  # rows converted to float32 and encoded at a time (25 MB at 384 dims)
+FACTORY = rabitq.FACTORY
 # Candidates gathered and scored at a time, into one reused buffer: the rescore allocates
 # nothing per search, and the scorer never grows its arena past 4,096 rows (6 MB in float32).
 RESCORE_ROWS = 4_096
@@ -65,14 +61,6 @@ def candidates(k: int, n: int) -> int:
     return min(n, math.ceil(per_hit * k))
 
 
-def available() -> bool:
-    try:
-        import faiss  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class FirstPass:
     """The codes of one warm generation; `search` is deterministic for the same generation."""
 
@@ -85,26 +73,32 @@ class FirstPass:
 
     @classmethod
     def build(cls, warm: WarmGeneration, threads: int, factory: str = FACTORY) -> FirstPass:
-        # faiss's loader logs every CPU-specific build it looks for and does not ship, at INFO.
-        logging.getLogger("faiss.loader").setLevel(logging.WARNING)
-        import faiss
-
+        """Codes encoded now from the vectors (benches; `factory` other faiss codes)."""
         t0 = time.perf_counter()
-        n, dim = warm.vectors.shape
-        index = faiss.index_factory(dim, factory.format(dim=dim), faiss.METRIC_INNER_PRODUCT)
-        step = max(1, n // TRAIN_SAMPLE)
-        faiss.omp_set_num_threads(1)  # the centroid: one summation order, whatever the machine
-        index.train(np.ascontiguousarray(warm.vectors[::step][:TRAIN_SAMPLE], dtype=np.float32))
-        faiss.omp_set_num_threads(threads)  # each row's code is computed on its own
-        for at in range(0, n, ENCODE_ROWS):
-            index.add(np.ascontiguousarray(warm.vectors[at : at + ENCODE_ROWS], dtype=np.float32))
-        _codes(index).qb = QUERY_BITS
-        faiss.omp_set_num_threads(1)  # one query at a time: faiss splits work by query
+        if factory != FACTORY:
+            return cls(warm, _factory_index(warm, threads, factory), time.perf_counter() - t0)
+        centroid = rabitq.fit_centroid(warm.vectors)
+        codes = rabitq.encode(warm.vectors, centroid, threads)
+        index = rabitq.index_from_codes(codes, centroid, warm.vectors)
         return cls(warm, index, time.perf_counter() - t0)
+
+    @classmethod
+    def load(cls, warm: WarmGeneration, threads: int) -> tuple[FirstPass, code_store.LoadedCodes]:
+        """Codes read from the index where stored and intact, the rest encoded now."""
+        t0 = time.perf_counter()
+        db, generation = warm.key[0], warm.key[1]
+        counts = [len(ids) for ids, _ in warm.blocks]
+        conn = connect_read_only(Path(db))
+        try:
+            loaded = code_store.load(conn, generation, warm.vectors, counts, threads)
+        finally:
+            conn.close()
+        index = rabitq.index_from_codes(loaded.codes, loaded.centroid, warm.vectors)
+        return cls(warm, index, time.perf_counter() - t0), loaded
 
     @property
     def code_bytes(self) -> int:
-        return int(_codes(self.index).codes.size())
+        return rabitq.code_bytes(_codes(self.index))
 
     def search(
         self, query: np.ndarray, k: int, score: Callable[[np.ndarray], np.ndarray]
@@ -133,6 +127,24 @@ def _codes(index: Any) -> Any:
     return faiss.downcast_index(index.index if hasattr(index, "index") else index)
 
 
+def _factory_index(warm: WarmGeneration, threads: int, factory: str) -> Any:
+    """Another faiss code over every vector (the benches compare them)."""
+    import faiss
+
+    n, dim = warm.vectors.shape
+    index = faiss.index_factory(dim, factory.format(dim=dim), faiss.METRIC_INNER_PRODUCT)
+    step = max(1, n // rabitq.TRAIN_SAMPLE)
+    faiss.omp_set_num_threads(1)
+    index.train(np.ascontiguousarray(warm.vectors[::step][: rabitq.TRAIN_SAMPLE], np.float32))
+    faiss.omp_set_num_threads(threads)
+    for at in range(0, n, rabitq.ENCODE_ROWS):
+        part = warm.vectors[at : at + rabitq.ENCODE_ROWS]
+        index.add(np.ascontiguousarray(part, dtype=np.float32))
+    _codes(index).qb = rabitq.QUERY_BITS
+    faiss.omp_set_num_threads(1)  # one query at a time: faiss splits work by query
+    return index
+
+
 class FirstPassCache:
     """At most one FirstPass: the one of the warm generation last searched."""
 
@@ -141,6 +153,14 @@ class FirstPassCache:
         self.min_vectors = min_vectors
         self.current: FirstPass | None = None
         self._warned = False
+        self._prefetched = False
+
+    def prefetch(self, count: int) -> None:
+        """Import faiss on another thread while a generation that will need it is read (its
+        0.5 s import then overlaps the vectors' read instead of following it)."""
+        if self.min_vectors is not None and count >= self.min_vectors and not self._prefetched:
+            self._prefetched = True
+            threading.Thread(target=rabitq.available, name="faiss-import", daemon=True).start()
 
     def get(self, warm: WarmGeneration) -> FirstPass | None:
         """The generation's first pass (built now if needed); None when it is small or faiss
@@ -151,16 +171,25 @@ class FirstPassCache:
         if self.current is not None and self.current.warm.key == warm.key:
             return self.current
         self.current = None  # the old codes go before the new ones are built
-        if not available():
+        if not rabitq.available():
             if not self._warned:
                 log.warning("faiss-cpu is not installed: every search scans all vectors")
                 self._warned = True
             return None
-        self.current = FirstPass.build(warm, self.threads)
+        self.current, loaded = FirstPass.load(warm, self.threads)
         log.info(
-            "first pass built for %d vectors in %.1f s (%d code bytes)",
+            "first pass ready for %d vectors in %.2f s (%d code bytes; %s)",
             len(warm.ids),
             self.current.build_s,
             self.current.code_bytes,
+            _source(loaded),
         )
         return self.current
+
+
+def _source(loaded: code_store.LoadedCodes) -> str:
+    if not loaded.header_ok:
+        return "every code rebuilt from the stored vectors"
+    if loaded.rebuilt_blocks:
+        return f"{loaded.rebuilt_blocks} of {loaded.block_count} blocks rebuilt, the rest stored"
+    return "stored codes"

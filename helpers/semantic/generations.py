@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 
-from helpers.semantic import vector_pack
+from helpers.semantic import code_store, vector_pack
 from helpers.semantic.client import (
     DEFAULT_THREADS,
     DEFAULT_TIMEOUT_S,
@@ -211,6 +211,7 @@ def build_generation(
     threads: int = DEFAULT_THREADS,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     prewarm: PrewarmedWorker | None = None,
+    codes_min_vectors: int = code_store.STORE_MIN_VECTORS,
 ) -> BuildResult:
     """Embed the current chunks into a new generation and publish it; see the module docstring.
 
@@ -218,25 +219,33 @@ def build_generation(
     the newest ready generation, so only new or changed texts reach the model. `progress(done,
     total)` counts texts to embed. One build at a time per index (the sync lock guarantees it).
     A started `prewarm` worker of the same model is used (and closed) instead of a new one.
+    A generation of at least `codes_min_vectors` vectors gets its first-pass codes
+    (helpers/semantic/code_store.py) before it is published; an unchanged one gets them if
+    they are missing or damaged.
     Raises ModelError / SemanticError; the previous ready generation survives any failure.
     """
     info = _model_info(model_dir, cache_dir)
     chunk_ids, hashes = _chunk_keys(conn)
     current = latest_ready_generation(conn)
     with connection.write_transaction(conn):  # leftovers of builds that crashed or were killed
-        conn.execute(
-            "DELETE FROM semantic_blocks WHERE generation_id IN "
-            "(SELECT id FROM semantic_generations WHERE ready = 0)"
-        )
+        unpublished = "(SELECT id FROM semantic_generations WHERE ready = 0)"
+        conn.execute(f"DELETE FROM semantic_codes WHERE generation_id IN {unpublished}")
+        conn.execute(f"DELETE FROM semantic_code_sets WHERE generation_id IN {unpublished}")
+        conn.execute(f"DELETE FROM semantic_blocks WHERE generation_id IN {unpublished}")
         conn.execute("DELETE FROM semantic_generations WHERE ready = 0")
     if (
         current is not None
         and current.fingerprint == info.fingerprint
         and _same_keys((chunk_ids, hashes), _generation_keys(conn, current.id))
     ):
+        if code_store.wanted(current.vector_count, codes_min_vectors):
+            code_store.ensure(conn, current.id, current.dim, threads, should_cancel)
         return BuildResult("unchanged", current.id, info.fingerprint, current.vector_count, 0, 0)
 
-    if current is not None and current.fingerprint == info.fingerprint and current.dim == info.dim:
+    reuse = (
+        current is not None and current.fingerprint == info.fingerprint and current.dim == info.dim
+    )
+    if current is not None and reuse:
         vectors, found = _reusable_vectors(conn, current, hashes, info.dim)
     else:
         vectors = np.zeros((len(chunk_ids), info.dim), dtype=np.float16)
@@ -304,6 +313,18 @@ def build_generation(
         writer.flush_until(len(chunk_ids))
         if should_cancel and should_cancel():
             raise _Cancelled
+        if code_store.wanted(len(chunk_ids), codes_min_vectors) and not code_store.build(
+            conn,
+            generation,
+            vectors,
+            hashes,
+            block_size=vector_pack.BLOCK_SIZE,
+            previous=current.id if current is not None and reuse else None,
+            reusable=found,
+            threads=threads,
+            should_stop=should_cancel,
+        ):
+            raise _Cancelled
         _publish(conn, generation, len(chunk_ids))
     except _Cancelled:
         _discard(conn, generation)
@@ -345,6 +366,8 @@ def _publish(conn: sqlite3.Connection, generation: int, count: int) -> None:
             "WHERE id = ?",
             (count, time.time(), generation),
         )
+        conn.execute("DELETE FROM semantic_codes WHERE generation_id != ?", (generation,))
+        conn.execute("DELETE FROM semantic_code_sets WHERE generation_id != ?", (generation,))
         conn.execute("DELETE FROM semantic_blocks WHERE generation_id != ?", (generation,))
         conn.execute("DELETE FROM semantic_generations WHERE id != ?", (generation,))
 
@@ -407,6 +430,7 @@ def _discard(conn: sqlite3.Connection, generation: int) -> None:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         with connection.write_transaction(conn):
+            code_store.delete(conn, generation)
             conn.execute("DELETE FROM semantic_blocks WHERE generation_id = ?", (generation,))
             conn.execute(
                 "DELETE FROM semantic_generations WHERE id = ? AND ready = 0", (generation,)

@@ -217,10 +217,16 @@ class GenerationScanner:
             conn.close()
 
     def load(
-        self, db: str, generation: int, expected_fingerprint: str | None, dim: int
+        self,
+        db: str,
+        generation: int,
+        expected_fingerprint: str | None,
+        dim: int,
+        before_read: Callable[[int], None] | None = None,
     ) -> WarmGeneration:
         """The generation in memory, read now unless it is the one already held (the checks
-        run on every call: a generation that stopped being ready is never served)."""
+        run on every call: a generation that stopped being ready is never served).
+        `before_read(count)` runs before a generation is read."""
         conn = self._connect(db)
         try:
             checked = self._check(conn, generation, expected_fingerprint, dim)
@@ -228,6 +234,8 @@ class GenerationScanner:
             if self.warm is not None and self.warm.key == key:
                 return self.warm
             self.warm = None  # never a half-read cache, and never two generations at once
+            if before_read is not None:
+                before_read(int(checked[2]))
             conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
             self.warm = self._read_all(conn, key, generation, dim, count=int(checked[2]))
             return self.warm

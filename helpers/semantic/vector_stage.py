@@ -38,7 +38,7 @@ def top_hits(
     """`score(vectors)` must score rows against `query` (the first pass ranks codes by it)."""
     t0 = time.perf_counter()
     if codes is not None and allowed.from_request(request) is None:
-        fp = codes.get(scanner.load(*target))  # None for a small generation
+        fp = codes.get(scanner.load(*target, before_read=codes.prefetch))  # None: small
         if fp is not None:
             found = fp.search(query, top_k, score)
             return StageResult(

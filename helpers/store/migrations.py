@@ -481,6 +481,37 @@ DROP TRIGGER IF EXISTS doc_names_ai;
 """
 
 
+# --- migration 13 (helpers/semantic/code_store.py, owned by the semantic side) ---------------
+_FIRST_PASS_CODES = """
+-- The vector first pass's RaBitQ codes, a derived cache of each generation's vectors
+-- (helpers.semantic.code_store): one semantic_codes row per semantic_blocks row (same block_no,
+-- count and row order; code_size bytes a vector, crc32 checksum), and one semantic_code_sets row
+-- with the centroid they were computed against. Written before the generation is published,
+-- deleted with it; a reader that finds a row missing or damaged encodes it from the vectors.
+CREATE TABLE IF NOT EXISTS semantic_code_sets (
+    generation_id INTEGER PRIMARY KEY REFERENCES semantic_generations(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,           -- helpers.semantic.rabitq.CODES_VERSION
+    dim INTEGER NOT NULL,
+    code_size INTEGER NOT NULL,         -- bytes per vector
+    vector_count INTEGER NOT NULL,
+    block_count INTEGER NOT NULL,
+    centroid BLOB NOT NULL,             -- float32 [dim], little-endian
+    fit_count INTEGER NOT NULL,         -- vectors the centroid was fit on
+    drift INTEGER NOT NULL,             -- vectors encoded against it since
+    checksum INTEGER NOT NULL           -- crc32 of the fields above
+);
+CREATE TABLE IF NOT EXISTS semantic_codes (
+    generation_id INTEGER NOT NULL REFERENCES semantic_generations(id) ON DELETE CASCADE,
+    block_no INTEGER NOT NULL,
+    count INTEGER NOT NULL,
+    codes BLOB NOT NULL,
+    checksum INTEGER NOT NULL,          -- crc32 of codes
+    PRIMARY KEY (generation_id, block_no)
+);
+"""
+MIGRATION_13 = Migration(13, _FIRST_PASS_CODES)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _BASE),
     Migration(2, _LEXICAL_CHANNELS),
@@ -494,6 +525,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(10, _FORMAT_VERSION),
     Migration(11, _UNITS, backfill=rebuild_units),
     Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
+    MIGRATION_13,
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -504,5 +536,7 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # migration 9's encodings are told apart from the older ones row by row, see helpers.store.codec;
 # documents.format_version is read only by the sync's plan; units and units_fts, see
 # helpers.lexical.units, which finds nothing without them; migration 12 changes how chunks.norm
-# is stored, not what it reads as, and this program's connections all register rag_fold).
+# is stored, not what it reads as, and this program's connections all register rag_fold;
+# semantic_code_sets and semantic_codes, see helpers.semantic.code_store, which encodes the
+# codes from the vectors without them).
 READABLE_FROM_VERSION = 2
