@@ -180,6 +180,14 @@ def test_missing_or_damaged_codes_are_rebuilt_from_the_vectors_and_answer_the_sa
     assert search_all(tmp_path, old, "old", min_vectors=1) == expected
     assert "no stored codes" in (tmp_path / "old.log").read_text()
 
+    # a header whose rows cannot be read at all: the codes are a cache, the search still answers
+    unreadable = copy_of(built, tmp_path / "unreadable")
+    with closing(sqlite3.connect(unreadable)) as conn:
+        conn.execute("DROP TABLE semantic_codes")
+        conn.commit()
+    assert search_all(tmp_path, unreadable, "unreadable", min_vectors=1) == expected
+    assert "unreadable (no such table" in (tmp_path / "unreadable.log").read_text()
+
 
 def test_an_incremental_build_copies_unchanged_codes_keeps_the_centroid_and_drops_the_old(
     built: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -88,11 +89,19 @@ class FirstPass:
         t0 = time.perf_counter()
         db, generation = warm.key[0], warm.key[1]
         counts = [len(ids) for ids, _ in warm.blocks]
-        conn = connect_read_only(Path(db))
         try:
-            loaded = code_store.load(conn, generation, warm.vectors, counts, threads)
-        finally:
-            conn.close()
+            conn = connect_read_only(Path(db))
+            try:
+                loaded = code_store.load(conn, generation, warm.vectors, counts, threads)
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:  # the codes are a cache: a bad read costs time, not a search
+            log.warning(
+                "first-pass codes of generation %s unreadable (%s): encoded now", generation, exc
+            )
+            centroid = rabitq.fit_centroid(warm.vectors)
+            codes = rabitq.encode(warm.vectors, centroid, threads)
+            loaded = code_store.LoadedCodes(centroid, codes, len(counts), len(counts), False)
         index = rabitq.index_from_codes(loaded.codes, loaded.centroid, warm.vectors)
         return cls(warm, index, time.perf_counter() - t0), loaded
 
