@@ -461,11 +461,13 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
     # Unit-level BM25 lifts the chunks the other channels found: a channel in RRF when the
     # lexical side is alone, a bounded multiplier of their lexical evidence beside the semantic
     # side (hybrid_fuse), weighted per query (units.unit_weight).
+    # A question beside the semantic side gets no lift (its answer is a passage): not run.
     weight = None
-    if "units" in names:
+    beside_semantic = options.semantic is not None and options.mode == "hybrid"
+    if "units" in names and not (beside_semantic and ctx.query.question):
         found = [cid for r in results for cid, _ in r.ranked]
         results.append(channel_units(ctx, found))
-        weight = unit_weight(ctx) if results[-1].ranked else None
+        weight = unit_weight(ctx, beside_semantic) if results[-1].ranked else None
     if options.semantic is not None and options.mode in ("hybrid", "semantic"):
         results.append(ChannelResult("semantic", semantic))
     fused = fuse_channels(

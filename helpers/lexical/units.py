@@ -224,14 +224,17 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
     return ChannelResult("units", ranked, ranks=tuple(ranks))
 
 
-def unit_weight(ctx: SearchContext) -> UnitWeight:
+def unit_weight(ctx: SearchContext, beside_semantic: bool = False) -> UnitWeight:
     """The units channel's weight for this query (bench/notes/k-fuse.md): a question keeps the
-    plain channel (its answer is a passage); otherwise, beside the semantic side, the lift;
-    with the lexical side alone, a higher rank weight when no chunk holds every content word,
-    a lift by the document's relative unit score when one does."""
+    plain channel (its answer is a passage); otherwise, beside the semantic side, the lift
+    (hybrid fusion reads nothing else, so no probe runs); with the lexical side alone, a higher
+    rank weight when no chunk holds every content word, a lift by the document's relative unit
+    score when one does."""
     plain = CHANNEL_WEIGHTS["units"]
     if ctx.query.question:
         return UnitWeight(plain, 0.0, 0.0)
+    if beside_semantic:
+        return UnitWeight(plain, 0.0, UNIT_HYBRID_LIFT)
     if passage_holds_all(ctx):
         return UnitWeight(plain, UNIT_LIFT_TOGETHER, UNIT_HYBRID_LIFT)
     return UnitWeight(UNIT_WEIGHT_SPREAD, 0.0, UNIT_HYBRID_LIFT)
