@@ -31,7 +31,7 @@ GROUP = 32  # faiss fast-scan packs codes 32 vectors at a time (bbs)
 # (faiss pq4_pack_codes' perm0, little-endian machines).
 PACK_ORDER = np.array([0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15])
 
-_layout_ok: bool | None = None
+_layout_ok: dict[int, bool] = {}  # dimension -> whether pack writes faiss's own layout
 
 
 def _faiss() -> Any:
@@ -137,10 +137,9 @@ def index_from_codes(codes: np.ndarray, centroid: np.ndarray, vectors: np.ndarra
 
 
 def layout_matches(dim: int) -> bool:
-    """Whether `pack` writes what this faiss's own `add` writes (checked once per process on
-    a few random vectors: a faiss with another layout must not get our table)."""
-    global _layout_ok
-    if _layout_ok is None:
+    """Whether `pack` writes what this faiss's own `add` writes (checked once per process and
+    dimension on a few random vectors: a faiss with another layout must not get our table)."""
+    if dim not in _layout_ok:
         faiss = _faiss()
         rng = np.random.default_rng(0)
         sample = rng.standard_normal((GROUP + 5, dim)).astype(np.float32)
@@ -149,12 +148,12 @@ def layout_matches(dim: int) -> bool:
         reference.add(sample)
         stored = faiss.rev_swig_ptr(reference.codes.get(), reference.codes.size())
         table = pack(encode(sample, centroid, 1), dim)
-        _layout_ok = reference.codes.size() == table.size and bool(
+        _layout_ok[dim] = reference.codes.size() == table.size and bool(
             np.array_equal(stored[: table.size], table)
         )
-        if not _layout_ok:
+        if not _layout_ok[dim]:
             log.warning("faiss %s packs codes differently: codes are re-added", faiss.__version__)
-    return _layout_ok
+    return _layout_ok[dim]
 
 
 def code_bytes(index: Any) -> int:
