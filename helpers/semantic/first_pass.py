@@ -92,6 +92,9 @@ class FirstPass:
         try:
             conn = connect_read_only(Path(db))
             try:
+                # one snapshot: a sync rewriting the codes meanwhile (code_store.ensure) cannot
+                # pair the header read first with rows written against another centroid
+                conn.execute("BEGIN")
                 loaded = code_store.load(conn, generation, warm.vectors, counts, threads)
             finally:
                 conn.close()
