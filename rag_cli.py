@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import logging
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import rag_service
-from helpers.config import DATA_HOME_NAME, Config, add_config_arguments
+from helpers.config import DATA_HOME_NAME, Config, add_config_arguments, config_from_args
 from helpers.errors import RagError
 from rag_service import FINAL_STATES, JobView, eta_text, progress_line
 
@@ -393,6 +394,18 @@ def print_search(result_dict: dict[str, Any], explain: bool) -> None:
         sys.stderr.write(f"warning: {warning}\n")
 
 
+def main(argv: list[str] | None = None) -> int:
+    """`ragdoc [options] COMMAND` and `python rag_cli.py`: the terminal commands (with no command
+    it prints its help rather than starting an MCP server on a terminal)."""
+    line = command_line()
+    args = line.parse(list(sys.argv[1:] if argv is None else argv))
+    if command_name(args) is None:
+        line.parser.print_help(sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    return run(config_from_args(args, demo=command_name(args) == "demo"), args)
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
     """Run the command `command_line().parse` found (results on stdout, errors on stderr)."""
     try:
@@ -484,3 +497,7 @@ def _model_fetch(args: argparse.Namespace) -> int:
     sys.stderr.write("\n")
     print(f"model ready in {result.model_dir} ({result.downloaded_bytes / 1e6:.1f} MB downloaded)")
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

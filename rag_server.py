@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     line = rag_cli.command_line(
         "mcp-ragdoc", SERVER_ABOUT, SERVER_EPILOG, http_transport.add_transport_arguments, False
     )
-    return _run(line, argv, server=True)
+    return _run(line, argv)
 
 
 def script_main(argv: list[str] | None = None) -> int:
@@ -280,21 +280,18 @@ def script_main(argv: list[str] | None = None) -> int:
     prog = os.path.basename(sys.argv[0]) or "rag_server.py"
     epilog = rag_cli.index_help(f"python {prog}")
     line = rag_cli.command_line(prog, SCRIPT_ABOUT, epilog, http_transport.add_transport_arguments)
-    return _run(line, argv, server=True)
+    return _run(line, argv)
 
 
 def cli_main(argv: list[str] | None = None) -> int:
     """`ragdoc [options] COMMAND`: the terminal commands (the installed script; with no command
     it prints its help rather than starting an MCP server on a terminal)."""
-    return _run(rag_cli.command_line(), argv, server=False)
+    return rag_cli.main(argv)
 
 
-def _run(line: rag_cli.CommandLine, argv: list[str] | None, server: bool) -> int:
+def _run(line: rag_cli.CommandLine, argv: list[str] | None) -> int:
     args = line.parse(list(sys.argv[1:] if argv is None else argv))
     command = rag_cli.command_name(args)
-    if command is None and not server:
-        line.parser.print_help(sys.stderr)
-        return 2
     config = config_from_args(args, demo=command == "demo")
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if command is not None:

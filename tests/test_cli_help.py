@@ -129,6 +129,26 @@ def test_shared_options_work_after_the_command_as_before_it(config: Config, know
     assert json.loads(found.stdout)["hits"][0]["path"] == "manual.md"
 
 
+def test_python_rag_cli_py_runs_the_commands_and_prints_the_help_with_none(
+    config: Config, knowledge: Path
+):
+    """`python rag_cli.py` is `ragdoc`: it once exited 0 having done nothing."""
+    (knowledge / "manual.md").write_text("# Manual\n\nRotate the backup tapes.\n", "utf-8")
+    where = ["--knowledge-dir", str(knowledge), "--data-dir", str(config.data_dir)]
+    cli = [sys.executable, str(REPO / "rag_cli.py")]
+    bare = subprocess.run(cli, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert bare.returncode == 2 and "commands:" in bare.stderr, bare.stderr
+    synced = subprocess.run(
+        [*cli, *where, "--semantic", "off", "sync", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["counts"]["added"] == 1
+
+
 def test_an_option_given_before_the_command_is_kept_when_the_command_is_parsed(
     config: Config, knowledge: Path
 ):

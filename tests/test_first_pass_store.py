@@ -188,6 +188,16 @@ def test_missing_or_damaged_codes_are_rebuilt_from_the_vectors_and_answer_the_sa
     assert search_all(tmp_path, unreadable, "unreadable", min_vectors=1) == expected
     assert "unreadable (no such table" in (tmp_path / "unreadable.log").read_text()
 
+    # a header table of another shape is damage, not "no codes": reported as unreadable
+    other = copy_of(built, tmp_path / "other")
+    with closing(sqlite3.connect(other)) as conn:
+        conn.execute("ALTER TABLE semantic_code_sets DROP COLUMN drift")
+        conn.commit()
+    with closing(sqlite3.connect(other)) as conn, pytest.raises(sqlite3.OperationalError):
+        code_store.read_header(conn, latest_ready_generation(conn).id)
+    assert search_all(tmp_path, other, "other", min_vectors=1) == expected
+    assert "unreadable (no such column: drift" in (tmp_path / "other.log").read_text()
+
 
 def test_an_incremental_build_copies_unchanged_codes_keeps_the_centroid_and_drops_the_old(
     built: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture

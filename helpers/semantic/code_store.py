@@ -38,6 +38,8 @@ STORE_MIN_VECTORS = 100_000
 # Refit the centroid once this share of a generation's vectors was encoded after the fit: RaBitQ
 # stays unbiased for any centroid, only its error grows as the centroid drifts from the mean.
 REFIT_SHARE = 0.5
+# SQLite's words for a table this file does not have (a schema-12 file opened read-only).
+MISSING_TABLE = "no such table"
 
 ShouldStop = Callable[[], bool]
 
@@ -87,8 +89,10 @@ def read_header(conn: sqlite3.Connection, generation: int) -> Header | None:
             "drift, checksum FROM semantic_code_sets WHERE generation_id = ?",
             (generation,),
         ).fetchone()
-    except sqlite3.OperationalError:  # schema 12 read-only: no codes table
-        return None
+    except sqlite3.OperationalError as exc:
+        if MISSING_TABLE in str(exc):  # a schema-12 file opened read-only: no codes table
+            return None
+        raise  # a locked or unreadable file is no "no codes": the caller reports it
     if row is None:
         return None
     version, dim, code_size, count, blocks, centroid, fit_count, drift, checksum = tuple(row)
