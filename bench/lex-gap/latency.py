@@ -1,6 +1,6 @@
-"""latency.py IDX: manru lexical p50 with main's units rule (token-count gate, no spread lift,
-the relative-score lift) and with this tree's, alternating query by query in one process, warm
-(as bench/k-fuse/latency.py)."""
+"""latency.py IDX: manru lexical p50 with main's units gate (overlapping tokens counted) and
+with this tree's rule, alternating query by query in one process, warm (as
+bench/k-fuse/latency.py)."""
 # ruff: noqa: E402, SIM115  (lab script, run from the repo root)
 
 import json
@@ -13,26 +13,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import rag_search
 from helpers.lexical import units
-from helpers.ranking import fusion
 from helpers.store.fold_sql import register_fold
 
 conn = sqlite3.connect(f"file:{sys.argv[1]}/index.sqlite3?mode=ro", uri=True)
 conn.row_factory = sqlite3.Row
 register_fold(conn)
 queries = [q["query"] for q in json.load(open("/work/shared/eval/manru/golden.json"))["queries"]]
-branch = (units.query_terms, rag_search.unit_weight, rag_search.tail_factors)
-
-
-def main_weight(ctx, beside_semantic=False):
-    weight = branch[1](ctx, beside_semantic)
-    return weight if weight.rrf != units.UNIT_WEIGHT_SPREAD else units.UnitWeight(1.5, 0.0, 6.0)
-
-
-main = (lambda q: len(units.content_tokens(q)), main_weight, fusion.unit_factors)
+branch = units.query_terms
+main = lambda q: len(units.content_tokens(q))  # noqa: E731
 
 
 def use(rule) -> None:
-    units.query_terms, rag_search.unit_weight, rag_search.tail_factors = rule
+    units.query_terms = rule
 
 
 times: dict[str, list[float]] = {"main": [], "branch": []}
