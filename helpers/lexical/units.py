@@ -60,7 +60,7 @@ CJK_WORD_CHARS = 2
 @dataclass(frozen=True)
 class UnitWeight:
     """How much the units channel counts for one query: its RRF weight and its lift of the
-    fused score (tail_factors) when the lexical side is alone, its lift of the lexical evidence
+    fused score (unit_factors) when the lexical side is alone, its lift of the lexical evidence
     beside the semantic side (fusion.unit_lift). `cover_below`: the lift applies only when the
     first passage holds under that share of the query's content words (None: always); `tail`:
     the lift reads the unit score on the tail's scale (tail_factors), else relative to the best
