@@ -1,9 +1,12 @@
 """rec.py SET IDX OUT [VARIANT...]: per query, the document (and page) rank under each variant of
 the units channel's weight in lexical mode, the channels run once per query (memoised), only
 fusion redone (as bench/k-fuse/rec.py). A variant is `spreadRRF,togetherRRF,spreadLift,
-togetherLift,kind,gate` with kind `lin` (today: 1 + L x s / top) or `exp` (1 + L x
-exp(-(top - s) / tail scale)) and gate `tok` (today's count of unit tokens) or `word`
-(helpers.lexical.units.query_terms)."""
+togetherLift,kind,gate[,k]` with kind `lin` (main: 1 + L x s / top), `exp` (the tail lift,
+1 + L x exp(-(top - s) / tail scale)), `exq` (exp, but lin under 10 ranked documents) or `exm`
+(exp scaled by the top's margin), gate `tok` (main's count of unit tokens) or `word`
+(helpers.lexical.units.query_terms), k the units channel's RRF constant. `cov` records per query
+[the share of its content words in the first hit's section without a spread lift, whether a
+chunk holds them all] for bench/lex-gap/loso.py's gate."""
 # ruff: noqa: E402, SIM115  (lab script, run from the repo root)
 
 import json
