@@ -58,7 +58,14 @@ from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
 from helpers.lexical.proximity import scaled_evidence, section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
-from helpers.lexical.units import UnitWeight, channel_units, unit_weight
+from helpers.lexical.units import (
+    UnitWeight,
+    channel_units,
+    lift_applies,
+    section_coverage,
+    unit_factors,
+    unit_weight,
+)
 from helpers.lexical.variants import channel_variants
 from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage, unit_margin
@@ -196,20 +203,24 @@ def fuse_channels(
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
     units: UnitWeight | None = None,
+    covered_of: Callable[[int], float] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Lexical channels alone (or the semantic one alone): RRF, then the hub prior. With both:
     hybrid_fuse (needs `section_of`, chunk id -> parent section id). `hubs_of` maps chunk ids
     to their section's hub score (none: no prior); `proximity_of` maps chunk ids (best lexical
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
     only, none: unscaled); `units`, this query's weight of the units channel (none: its
-    CHANNEL_WEIGHTS entry, no hybrid lift)."""
+    CHANNEL_WEIGHTS entry, no hybrid lift); `covered_of`, the share of the query's content words
+    in a chunk's section (for the lift's `cover_below`; none: the lift is not gated)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
         weights = CHANNEL_WEIGHTS if units is None else {**CHANNEL_WEIGHTS, "units": units.rrf}
         fused = rrf_fuse(results, weights)
-        if units is not None and units.lift > 0:
-            fused = _unit_lifted(fused, results, units.lift)
+        if units is not None and lift_applies(
+            units, lambda: _first_shown(fused, hubs_of), covered_of
+        ):
+            fused = _unit_lifted(fused, results, units)
         if hubs_of is None:
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
@@ -217,14 +228,25 @@ def fuse_channels(
     return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, lift)
 
 
+def _first_shown(
+    fused: list[tuple[int, float, dict[str, ChannelRank]]],
+    hubs_of: Callable[[list[int]], dict[int, float]] | None,
+) -> int | None:
+    """The chunk the ranking would show first: the head of `fused` after the hub prior."""
+    head = fused[: TIE_WINDOW_PER_HIT * 2]
+    if hubs_of is not None:
+        head = apply_hub_prior(head, hubs_of([cid for cid, _, _ in head]))
+    return head[0][0] if head else None
+
+
 def _unit_lifted(
     fused: list[tuple[int, float, dict[str, ChannelRank]]],
     results: list[ChannelResult],
-    lift: float,
+    weight: UnitWeight,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """The RRF scores times each chunk's unit factor (fusion.unit_factors), re-sorted."""
+    """The RRF scores times each chunk's unit factor (units.unit_factors), re-sorted."""
     units = next((r for r in results if r.name == "units"), None)
-    factors = fusion.unit_factors(units, lift) if units is not None else {}
+    factors = unit_factors(weight, units) if units is not None else {}
     if not factors:
         return fused
     lifted = [(cid, score * factors.get(cid, 1.0), ranks) for cid, score, ranks in fused]
@@ -477,6 +499,7 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         lambda sids: section_sizes(conn, sids),
         lambda ids: section_proximity(ctx, ids),
         weight,
+        lambda cid: section_coverage(conn, query, cid),
     )
     # a section that matches only by quoting the query in a cross-reference points at the answer
     prior = apply_pointer_prior(conn, query, fused, options.top_k * TIE_WINDOW_PER_HIT)

@@ -22,6 +22,7 @@ from helpers.ranking import fusion
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     UNIT_HYBRID_LIFT,
+    UNIT_LIFT_SPREAD,
     UNIT_LIFT_TOGETHER,
     UNIT_WEIGHT_SPREAD,
 )
@@ -82,7 +83,7 @@ def test_no_chunk_holds_every_word_of_a_query_spread_over_a_page(synced: Config)
         weight = unit_weight(ctx)
     assert (weight.rrf, weight.lift, weight.hybrid_lift) == (
         UNIT_WEIGHT_SPREAD,
-        0,
+        UNIT_LIFT_SPREAD,
         UNIT_HYBRID_LIFT,
     )
 

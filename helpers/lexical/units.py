@@ -13,6 +13,7 @@ channel reached is represented by its first chunk.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable
@@ -22,13 +23,19 @@ from helpers.lexical.channels import passage_holds_all
 from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
 from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
 from helpers.lexical.query_terms import Query
+from helpers.ranking import fusion
+from helpers.ranking.confidence import coverage
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     UNIT_HYBRID_LIFT,
+    UNIT_LIFT_SPREAD,
     UNIT_LIFT_TOGETHER,
+    UNIT_SPREAD_COVERAGE_BELOW,
+    UNIT_TAIL_MIN_DOCUMENTS,
     UNIT_WEIGHT_SPREAD,
 )
 from helpers.store.batched import rows_in
+from helpers.store.codec import section_text
 from helpers.store.units import unit_languages
 from helpers.text.unit_tokens import unit_tokens
 
@@ -45,17 +52,25 @@ UNIT_DEPTH = 100
 # sets (bench/notes/u-lex.md).
 UNIT_MIN_TERMS = 2
 UNIT_MAX_TERMS = 6
+# Characters of a CJK run that count as one word for those bounds: the bigram, the unit the
+# CJK channels match, and about a word's length in Chinese, Japanese and Korean.
+CJK_WORD_CHARS = 2
 
 
 @dataclass(frozen=True)
 class UnitWeight:
     """How much the units channel counts for one query: its RRF weight and its lift of the
-    fused score (fusion.unit_factors) when the lexical side is alone, its lift of the lexical
-    evidence beside the semantic side (fusion.unit_lift)."""
+    fused score (unit_factors) when the lexical side is alone, its lift of the lexical evidence
+    beside the semantic side (fusion.unit_lift). `cover_below`: the lift applies only when the
+    first passage holds under that share of the query's content words (None: always); `tail`:
+    the lift reads the unit score on the tail's scale (tail_factors), else relative to the best
+    (fusion.unit_factors)."""
 
     rrf: float
     lift: float
     hybrid_lift: float
+    cover_below: float | None = None
+    tail: bool = False
 
 
 _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -199,7 +214,7 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
     channel alone) one chunk per document. Inside a document the other channels decide: a
     manual's pages are cut where its pages end, not where its topics do, and page-level BM25
     ranked them worse than passages do (bench/notes/u-lex.md, "PDF manuals")."""
-    if not UNIT_MIN_TERMS <= len(content_tokens(ctx.query)) <= UNIT_MAX_TERMS:
+    if not UNIT_MIN_TERMS <= query_terms(ctx.query) <= UNIT_MAX_TERMS:
         return ChannelResult("units", [])
     units = ranked_units(ctx)
     if not units:
@@ -225,11 +240,12 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
 
 
 def unit_weight(ctx: SearchContext, beside_semantic: bool = False) -> UnitWeight:
-    """The units channel's weight for this query (bench/notes/k-fuse.md): a question keeps the
-    plain channel (its answer is a passage); otherwise, beside the semantic side, the lift
-    (hybrid fusion reads nothing else, so no probe runs); with the lexical side alone, a higher
-    rank weight when no chunk holds every content word, a lift by the document's relative unit
-    score when one does."""
+    """The units channel's weight for this query (bench/notes/k-fuse.md, lex-gap.md): a question
+    keeps the plain channel (its answer is a passage); otherwise, beside the semantic side, the
+    lift (hybrid fusion reads nothing else, so no probe runs); with the lexical side alone, a
+    lift by the document's unit score relative to the best when a chunk holds every content
+    word; when none does, a higher rank weight and the tail lift (tail_factors), only when the
+    first passage holds few of the words (cover_below)."""
     plain = CHANNEL_WEIGHTS["units"]
     if ctx.query.question:
         return UnitWeight(plain, 0.0, 0.0)
@@ -237,4 +253,73 @@ def unit_weight(ctx: SearchContext, beside_semantic: bool = False) -> UnitWeight
         return UnitWeight(plain, 0.0, UNIT_HYBRID_LIFT)
     if passage_holds_all(ctx):
         return UnitWeight(plain, UNIT_LIFT_TOGETHER, UNIT_HYBRID_LIFT)
-    return UnitWeight(UNIT_WEIGHT_SPREAD, 0.0, UNIT_HYBRID_LIFT)
+    return UnitWeight(
+        UNIT_WEIGHT_SPREAD, UNIT_LIFT_SPREAD, UNIT_HYBRID_LIFT, UNIT_SPREAD_COVERAGE_BELOW, True
+    )
+
+
+def tail_factors(units: ChannelResult, lift: float) -> dict[int, float]:
+    """Chunk -> 1 + lift x exp(-(top - s) / scale), s its document's unit score, top the best
+    document's, scale the tail scale of the ranked documents' scores (their mean excess over
+    the last, as in corrected_maxp): under that exponential tail, the ratio of the likelihood of
+    the document's score to the top's. 1 + lift for the top document, falling by a factor e for
+    each tail scale below it. The score relative to the best (fusion.unit_factors) depends on
+    the scores' magnitude, which grows with the query's words and their IDF: the first dozen
+    documents of a keyword query are within 10-20 % of the best, and that lift barely moved
+    them (bench/notes/lex-gap.md). One factor per document: its chunks keep their order.
+    Under UNIT_TAIL_MIN_DOCUMENTS distinct scores the tail's scale is no estimate (a folder of
+    three PDF manuals ranks three): the relative score then (fusion.unit_factors)."""
+    scores = list(dict.fromkeys(score for _, score in units.ranked))
+    if lift <= 0 or len(scores) < 2:
+        return {}
+    if len(scores) < UNIT_TAIL_MIN_DOCUMENTS:
+        return fusion.unit_factors(units, lift)
+    top = max(scores)
+    scale = sum(scores) / len(scores) - min(scores)
+    if scale <= 0:
+        return {}
+    return {cid: 1.0 + lift * math.exp(-(top - s) / scale) for cid, s in units.ranked}
+
+
+def query_terms(query: Query) -> int:
+    """The number of distinct content words the units gate counts: an identifier's parts apart,
+    a run of Chinese, Japanese or Korean characters one word per CJK_WORD_CHARS of it. Its
+    overlapping bigrams are no words: a run of n characters has n - 1 of them, so a two-word
+    Korean index term (`데이터베이스 가져오기`) counted 8 and was gated out like a description."""
+    words = {t for g in query.content if g.kind != "cjk" for t in unit_tokens(g.text, "")}
+    runs = {g.text for g in query.content if g.kind == "cjk"}
+    return len(words) + sum(-(-len(run) // CJK_WORD_CHARS) for run in runs)
+
+
+def unit_factors(weight: UnitWeight, units: ChannelResult) -> dict[int, float]:
+    """Chunk -> its lift factor on the lexical side alone: on the tail's scale or relative to
+    the best document, as `weight` says."""
+    if weight.tail:
+        return tail_factors(units, weight.lift)
+    return fusion.unit_factors(units, weight.lift)
+
+
+def lift_applies(
+    weight: UnitWeight,
+    first_shown: Callable[[], int | None],
+    covered_of: Callable[[int], float] | None,
+) -> bool:
+    """Whether the lift of `weight` applies: a lift, and when it is gated (cover_below), a
+    first passage (`first_shown`: the chunk the ranking would show first, after the hub prior)
+    whose section holds under that share of the query's content words (`covered_of`)."""
+    if weight.lift <= 0:
+        return False
+    if weight.cover_below is None or covered_of is None:
+        return True
+    first = first_shown()
+    return first is None or covered_of(first) < weight.cover_below
+
+
+def section_coverage(conn: sqlite3.Connection, query: Query, chunk_id: int) -> float:
+    """The share of the query's content words in the chunk's section (confidence.coverage: any
+    form the lexical channels accept)."""
+    row = conn.execute(
+        "SELECT s.text FROM chunks c JOIN sections s ON s.id = c.section_id WHERE c.id = ?",
+        (chunk_id,),
+    ).fetchone()
+    return coverage(query, section_text(row[0])) if row is not None else 0.0

@@ -156,13 +156,24 @@ PROXIMITY_MAX_SECTIONS = 50
 # that answers it, not the document that mentions its words most (the FAQ sets lose otherwise).
 # Lexical side alone, when no single chunk holds every content word
 # (helpers.lexical.channels.passage_holds_all): the unit's rank counts a little more (RRF
-# weight), its score not at all: a sum over partial matches favours long pages that mention
-# many of the words (man-page descriptions).
+# weight); its score only through the gated lift below: a sum over partial matches favours
+# long pages that mention many of the words (man-page descriptions).
 UNIT_WEIGHT_SPREAD = 1.5
+# Studied and off: its score too, the tail lift (helpers.lexical.units.tail_factors) with this
+# LIFT, when the passage fusion puts first holds under UNIT_SPREAD_COVERAGE_BELOW of the
+# content words (the passages have not found the query; the page that holds its words in
+# title, headings and body is the better evidence). It lifts most keyword sets, but every gate
+# measured costs one public set more than leave-one-set-out allows (bench/notes/lex-gap.md).
+UNIT_LIFT_SPREAD = 0.0
+UNIT_SPREAD_COVERAGE_BELOW = 0.6
+# The tail's scale is the mean excess of the ranked documents' scores over the last: from
+# fewer than this many distinct scores it is no estimate (standard error ~ 1/sqrt(n), 32 % at
+# 10), and the lift falls back to the relative score (three PDF manuals: bench/notes/lex-gap.md).
+UNIT_TAIL_MIN_DOCUMENTS = 10
 # ...when a chunk holds them all, several documents usually do and the passage channels can
 # hardly tell them apart: the fused score is multiplied by 1 + LIFT x the document's best-unit
 # BM25 relative to the best document's (fusion.unit_factors), so a clearly better document
-# wins, a close one barely moves.
+# wins, a close one barely moves (the tail lift does worse here: bench/notes/lex-gap.md).
 UNIT_LIFT_TOGETHER = 0.5
 # Beside the semantic side the units channel is no channel score but that same bounded factor
 # on the lexical evidence (fusion.unit_lift), for every query of 2-6 content words that is not
