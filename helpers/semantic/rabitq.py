@@ -112,12 +112,14 @@ def pack(codes: np.ndarray, dim: int) -> np.ndarray:
     return np.concatenate([packed, factors.reshape(groups, -1)], axis=1).reshape(-1)
 
 
-def index_from_codes(codes: np.ndarray, centroid: np.ndarray, vectors: np.ndarray) -> Any:
+def index_from_codes(codes: np.ndarray, centroid: np.ndarray, vectors: np.ndarray | None) -> Any:
     """A searchable fast-scan index of `codes` (rows of `vectors`, which faiss's `add` encodes
-    instead when its layout is not the one `pack` writes)."""
+    instead when its layout is not the one `pack` writes; None only once `layout_matches`)."""
     faiss = _faiss()
     index = _empty_index(centroid)
     if not layout_matches(centroid.shape[0]):
+        if vectors is None:
+            raise ValueError("this faiss packs codes its own way: the vectors are needed")
         faiss.omp_set_num_threads(1)
         for at in range(0, len(vectors), ENCODE_ROWS):
             part = vectors[at : at + ENCODE_ROWS]
