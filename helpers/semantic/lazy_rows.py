@@ -96,7 +96,7 @@ class BlobRows:
 
     def gather(self, rows: np.ndarray, out: np.ndarray) -> None:
         """out[i] = the float16 vector of row rows[i] (rows ascending, out C-contiguous): one
-        BLOB handle per block, one read of one row's bytes per row."""
+        BLOB handle per block, one slice of one row's bytes per row, one copy per block."""
         dim = out.shape[1]
         width = dim * VECTOR_DTYPE.itemsize
         raw = out.view(np.uint8).reshape(len(rows), width)
@@ -115,7 +115,7 @@ class BlobRows:
                         f"{len(blob)} bytes, expected {count * width}",
                         REBUILD_HINT,
                     )
-                for i in range(a, b):
-                    blob.seek((int(rows[i]) - start) * width)
-                    raw[i] = np.frombuffer(blob.read(width), dtype=np.uint8)
+                offsets = ((rows[a:b] - start) * width).tolist()
+                data = b"".join([blob[at : at + width] for at in offsets])
+                raw[a:b] = np.frombuffer(data, dtype=np.uint8).reshape(b - a, width)
         self.read += len(rows)
