@@ -328,3 +328,31 @@ def test_a_filtered_search_in_process_scores_only_the_allowed_rows(built: Path) 
     assert found.summary.startswith("read+scan")
     allowed = [(ids[within.mask(ids)], v[within.mask(ids)]) for ids, v in warm.blocks]
     assert found.hits == vector_pack.exact_top_k(q, allowed, TOP_K)
+
+
+def test_a_failed_background_read_is_logged_and_the_next_search_answers_and_reads_again(
+    built: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    target = target_of(built)
+    scanner, codes = vector_pack.GenerationScanner(True), first_pass.FirstPassCache(1, 1)
+    real = vector_pack.GenerationScanner._read_all
+    calls = {"n": 0}
+
+    def flaky(*args: object, **kwargs: object):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(vector_pack.GenerationScanner, "_read_all", staticmethod(flaky))
+    q = queries_of(built, 1)[0]
+    with caplog.at_level(logging.INFO, logger="helpers.semantic.vector_pack"):
+        first = vector_stage.top_hits(scanner, codes, {}, target, q, numpy_score(q), TOP_K)
+        scanner._reading and scanner._reading.wait()
+        assert "failed (disk I/O error): the next search reads it again" in caplog.text
+        second = vector_stage.top_hits(scanner, codes, {}, target, q, numpy_score(q), TOP_K)
+        scanner._reading and scanner._reading.wait()
+    assert ON_DEMAND in first.summary and ON_DEMAND in second.summary
+    assert first.hits == second.hits
+    warm = scanner.load(*target)
+    assert calls["n"] == 2 and first.hits == vector_pack.exact_top_k(q, warm.blocks, TOP_K)

@@ -115,13 +115,16 @@ class FirstPass:
         header = code_store.usable_header(conn, generation, dim, len(rows.ids), len(rows.counts))
         if isinstance(header, str):
             return header
-        if not rabitq.layout_matches(dim):
-            return "this faiss lays codes out its own way"
 
         def block_vectors(block: int, at: int, end: int) -> np.ndarray:
             return lazy_rows.read_block(conn, generation, block, dim)
 
+        # read before faiss is needed: its import (prefetched on a thread) overlaps the rows
         loaded = code_store.load_rows(conn, header, rows.counts, threads, block_vectors)
+        if not rabitq.available():
+            return "faiss-cpu is not installed"
+        if not rabitq.layout_matches(dim):
+            return "this faiss lays codes out its own way"
         index = rabitq.index_from_codes(loaded.codes, loaded.centroid, None)
         return cls(rows, index, time.perf_counter() - t0), loaded
 
@@ -263,12 +266,12 @@ class FirstPassCache:
         self.current = None  # the old codes go before the new ones are read
         self.prefetch(count)  # faiss imports while the ids and codes are read
         rows = lazy_rows.read_row_map(conn, key)
-        if not self._faiss():
-            return None
         try:
             made = FirstPass.from_stored(conn, rows, dim, self.threads)
         except sqlite3.Error as exc:
             made = f"codes unreadable ({exc})"
+        except ImportError:  # a damaged row to encode and no faiss to do it
+            made = "faiss-cpu is not installed"
         if isinstance(made, str):
             log.info(
                 "first search of generation %s waits for every vector to be read: %s",
