@@ -309,7 +309,7 @@ def test_codes_without_a_usable_header_wait_for_the_full_read_and_say_so(
     scanner, codes = vector_pack.GenerationScanner(True), first_pass.FirstPassCache(1, 1)
     q = queries_of(db, 1)[0]
     with caplog.at_level(logging.INFO):
-        vector_stage.prepare(scanner, codes, {}, target)  # starts the full read instead
+        vector_stage.prepare(scanner, codes, {}, target)  # declines: no codes to answer from
         found = vector_stage.top_hits(scanner, codes, {}, target, q, numpy_score(q), TOP_K)
     assert ON_DEMAND not in found.summary
     assert "waits for every vector to be read: no stored codes" in caplog.text

@@ -240,7 +240,10 @@ class GenerationScanner:
         before_read: Callable[[int], None] | None = None,
     ) -> None:
         """Read the generation into memory on a background thread, unless it is held or already
-        being read. `load` of the same generation waits for that read instead of a second one."""
+        being read. `load` of the same generation waits for that read instead of a second one.
+        Searches are answered meanwhile, so it maps no file pages: off their path the mapping's
+        few per cent of speed are not worth up to SCAN_MMAP_BYTES of mapped pages beside the
+        arrays and the codes (peak RSS)."""
         conn = self._connect(db)
         try:
             checked = self._check(conn, generation, expected_fingerprint, dim)
@@ -322,8 +325,6 @@ class GenerationScanner:
                     f"semantic generation {generation} changed before it was read",
                     "search again",
                 )
-            # No mmap here: off the search's path its 10 % of speed is not worth holding up to
-            # SCAN_MMAP_BYTES of mapped file pages beside the arrays and the codes (peak RSS).
             return self._read_all(conn, key, generation, dim, int(checked[2]), stop)
         finally:
             conn.close()

@@ -8,8 +8,8 @@ returned score comes from `score`, the same scorer on every path.
 A warm worker's first searches of a large generation do not wait for its vectors (768 MB at 1M):
 they are answered from the stored codes plus the candidates' rows read on demand
 (helpers/semantic/lazy_rows.py), the same rows and bytes, hence the same answer, while every
-vector is read into memory on a background thread; later searches use that. `prepare` starts
-this before the query is embedded, so it overlaps the model's load after a start.
+vector is read into memory on a background thread; later searches use that. `prepare` loads
+the codes before the query is embedded, so that overlaps the model's load after a start.
 """
 
 from __future__ import annotations
@@ -41,17 +41,17 @@ def prepare(
     target: Target,
 ) -> None:
     """Before the query is embedded (the model may still be loading): an unfiltered search's
-    first pass made from the stored codes, else the read of every vector started. Only saves
-    time: `top_hits` does whatever this did not, and reports what fails here."""
-    if not scanner.keep_in_memory:
+    first pass made from the stored codes. Only saves time: `top_hits` does whatever this did
+    not, and reports what fails here. Any other search reads every vector after the model, as
+    before: started on a thread beside the model's load, the 1M read was slower (exact first
+    search 7.0-7.7 s against 4.3-5.7 s, bench/notes/lazy-first.md)."""
+    if codes is None or allowed.from_request(request) is not None:
         return
     try:
-        if codes is not None and allowed.from_request(request) is None:
-            with vector_pack.open_generation(*target) as (conn, key):
-                scanner.keep_only(key)
-                if scanner.held(key) is not None or codes.lazy(conn, key, target[3]) is not None:
-                    return
-        scanner.start_read(*target, before_read=None if codes is None else codes.prefetch)
+        with vector_pack.open_generation(*target) as (conn, key):
+            scanner.keep_only(key)
+            if scanner.held(key) is None:
+                codes.lazy(conn, key, target[3])
     except (vector_pack.ScanError, sqlite3.Error):
         return
 
