@@ -279,20 +279,15 @@ class GenerationScanner:
             warm = self._read_checked(
                 db, generation, expected_fingerprint, dim, reading.key, reading.stop.is_set
             )
-        except (ScanError, sqlite3.Error, ValueError) as exc:
+        except (RagError, sqlite3.Error, ValueError, OSError) as exc:
             log.warning(
                 "background read of semantic generation %s failed (%s): the next search "
                 "reads it again",
                 generation,
                 exc,
             )
-        with self._lock:
-            if self._reading is reading:
-                self._reading = None
-                if warm is not None:
-                    self.warm = warm
-            elif warm is not None:  # replaced meanwhile: drop the arrays, never hold two
-                warm = None
+        finally:
+            warm = self._publish(reading, warm)
         if warm is not None:
             log.info(
                 "vectors of generation %s read into memory in the background in %.2f s (%d "
@@ -305,6 +300,19 @@ class GenerationScanner:
             log.info(
                 "background read of generation %s stopped: another one was asked for", generation
             )
+
+    def _publish(
+        self, reading: _BackgroundRead, warm: WarmGeneration | None
+    ) -> WarmGeneration | None:
+        """The read's generation held if it is still the one wanted (else dropped: never two);
+        whatever happened, the read is no longer under way."""
+        with self._lock:
+            if self._reading is not reading:
+                return None
+            self._reading = None
+            if warm is not None:
+                self.warm = warm
+            return warm
 
     def _read_checked(
         self,
