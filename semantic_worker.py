@@ -542,12 +542,16 @@ class Worker:
 
     def search(self, request: dict[str, Any]) -> dict[str, Any]:
         db, generation, query, top_k = search_args(request)
+        self.preload()
+        assert self._load is not None
+        target = (db, generation, request.get("fingerprint"), self._load.info.result().dim)
+        if not self._load.sessions.done():  # the model is still loading: start the vectors' side
+            vector_stage.prepare(self.scanner, self.first_pass, request, target)
         embedder = self.embedder(for_query=True)
         t0 = time.perf_counter()
         vectors, _ = embedder.embed([query], "query")
         q = vectors[0].astype(np.float32)
         t1 = time.perf_counter()
-        target = (db, generation, request.get("fingerprint"), embedder.info.dim)
         stage = vector_stage.top_hits(
             self.scanner,
             self.first_pass,

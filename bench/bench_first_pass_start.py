@@ -2,7 +2,8 @@
 
     python bench/bench_first_pass_start.py --base INDEX.sqlite3 [--base ...] \
         --golden GOLDEN.json [--golden ...] --model-dir MODEL_DIR [--work /tmp/first-pass-start] \
-        [--sizes 100000,300000,1000000] [--queries 20]
+        [--sizes 100000,300000,1000000] [--queries 20] [--baseline-worker OTHER/semantic_worker.py]
+        [--no-rebuild]
 
 Per size, a real index file of that many synthetic vectors (bench_scale.synthesise: mixes of two
 real vectors of the --base indexes plus noise) and real warm worker processes, --repeat per way of
@@ -13,7 +14,13 @@ answering, each started fresh (the fastest first search is kept, and the median 
 - stored: the codes stored as the sync stores them (code_store.build, timed: the sync's cost),
   loaded by the worker;
 - exact: first pass off, every vector scored (run beside rebuild, then beside stored: the warm
-  searches alternate between the two workers of a round).
+  searches alternate between the two workers of a round);
+- baseline (--baseline-worker, e.g. an export of main): the stored codes loaded by another
+  checkout's worker, in the same rounds as stored and exact, so before and after are measured
+  side by side; --no-rebuild skips the rebuild rounds (20 s a worker at 1M).
+
+The target of issue 26, first search <= 2 x a warm one + the model load, is reported directly as
+`*_first_to_budget` = first / (2 x its own warm p50 + model); <= 1 meets it.
 
 For each: the first search's wall time (spawn included), then the median of --queries warm
 searches (real golden queries, depth 400) end to end and of the vector stage alone (the worker
@@ -31,6 +38,8 @@ import sqlite3
 import statistics
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -39,13 +48,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_first_pass import proc_mb  # noqa: E402
 from bench.bench_scale import real_vectors, synthesise, write_index  # noqa: E402
-from helpers.semantic import code_store, vector_pack  # noqa: E402
+from helpers.semantic import client, code_store, vector_pack  # noqa: E402
 from helpers.semantic.client import SemanticWorker  # noqa: E402
 from helpers.semantic.model import load_model_info  # noqa: E402
 
 DEPTH = 400  # helpers.semantic.candidates.SEMANTIC_DEPTH
 SEED = 11
 OFF = 10**12  # a first-pass threshold no index reaches
+BASELINE = "baseline"  # the way run by --baseline-worker's checkout
+IN_MEMORY = "read into memory in the background"  # this checkout's worker, once every vector is
+IN_MEMORY_WAIT_S = 120.0
 
 
 def generation_of(db: Path) -> int:
@@ -68,6 +80,20 @@ def worker_for(args, name: str, min_vectors: int) -> SemanticWorker:
     )
 
 
+@contextmanager
+def script_of(args, name: str) -> Iterator[None]:
+    """The baseline way's workers run --baseline-worker (its own helpers/ beside it)."""
+    if name != BASELINE:
+        yield
+        return
+    saved = client.WORKER_SCRIPT
+    client.WORKER_SCRIPT = args.baseline_worker
+    try:
+        yield
+    finally:
+        client.WORKER_SCRIPT = saved
+
+
 def run(args, db: Path, ways: dict[str, int], queries: list[str]) -> dict[str, dict[str, object]]:
     """One fresh warm worker per way (name: first-pass threshold): each one's first search
     (spawn included, one worker at a time), then the warm searches alternating between them,
@@ -80,6 +106,8 @@ def run(args, db: Path, ways: dict[str, int], queries: list[str]) -> dict[str, d
         times: dict[str, list[float]] = {name: [] for name in ways}
         for name, worker in workers.items():
             t0 = time.perf_counter()
+            with script_of(args, name):
+                worker.start()
             first = worker.search(db, generation, queries[0], DEPTH, fingerprint=args.fingerprint)
             out[name] = {"first_s": round(time.perf_counter() - t0, 3)}
             hits[name].append(first)
@@ -96,42 +124,64 @@ def run(args, db: Path, ways: dict[str, int], queries: list[str]) -> dict[str, d
     for name in ways:
         log = (args.work / f"{name}.log").read_text().splitlines()
         lines = [line for line in log if "first pass ready" in line]
-        stages = [_stage_ms(line) for line in log if "search generation" in line][1:]
+        searches = [line for line in log if "search generation" in line]
+        stages = [_stage_ms(line) for line in searches][1:]
         out[name].update(
             {
                 "warm_p50_ms": round(statistics.median(times[name]), 1),
                 "stage_p50_ms": round(statistics.median(stages), 1),
                 "hits": hits[name],
                 "log": lines[-1].split("] ", 1)[-1] if lines else "",
+                "lazy_searches": sum("read on demand" in line for line in searches),
             }
         )
     return out
 
 
-def memory(args, db: Path, query: str, float16_mb: float) -> dict[str, float]:
-    """RSS of a stored-codes worker with the model loaded, then after two searches."""
+def memory(args, db: Path, query: str, float16_mb: float, name: str) -> dict[str, float]:
+    """RSS of a stored-codes worker with the model loaded, then after two searches (this
+    checkout's worker: the second once its background read has put every vector in memory)."""
     generation = generation_of(db)
-    with SemanticWorker(
+    log = args.work / f"memory-{name}.log"
+    log.unlink(missing_ok=True)
+    worker = SemanticWorker(
         args.model_dir,
-        log_path=args.work / "memory.log",
+        log_path=log,
         cache_dir=args.work / "cache",
         idle_seconds=300,
         first_pass_min_vectors=1,
-    ) as worker:
+    )
+    with script_of(args, name):
+        worker.start()
+    with worker:
         worker.info()
         worker.embed(["warm up"], "query")
         pid = worker.pid
         assert pid is not None
         before = proc_mb(pid, "VmRSS")
-        for text in (query, query + "?"):
-            worker.search(db, generation, text, DEPTH, fingerprint=args.fingerprint)
+        worker.search(db, generation, query, DEPTH, fingerprint=args.fingerprint)
+        lazy_peak = proc_mb(pid, "VmHWM")  # the first search, before the full read grows it
+        if name != BASELINE:
+            _wait_for(log, IN_MEMORY)
+        worker.search(db, generation, query + "?", DEPTH, fingerprint=args.fingerprint)
         after, peak = proc_mb(pid, "VmRSS"), proc_mb(pid, "VmHWM")
     return {
         "rss_model_mb": round(before, 1),
         "rss_after_mb": round(after, 1),
         "peak_mb": round(peak, 1),
         "growth_to_float16": round((after - before) / float16_mb, 3),
+        "peak_growth_to_float16": round((peak - before) / float16_mb, 3),
+        "first_search_peak_growth_to_float16": round((lazy_peak - before) / float16_mb, 3),
     }
+
+
+def _wait_for(log: Path, text: str) -> None:
+    """Until the worker's log says `text` (a worker without a background read never does)."""
+    deadline = time.monotonic() + IN_MEMORY_WAIT_S
+    while time.monotonic() < deadline:
+        if text in log.read_text():
+            return
+        time.sleep(0.05)
 
 
 def recall(found: list[list], truth: list[list]) -> tuple[float, float]:
@@ -197,6 +247,10 @@ def main() -> int:
     parser.add_argument("--sizes", default="100000,300000,1000000")
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3, help="fresh workers per way")
+    parser.add_argument(
+        "--baseline-worker", type=Path, help="another checkout's semantic_worker.py (before)"
+    )
+    parser.add_argument("--no-rebuild", action="store_true", help="skip the rebuild rounds")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     args.fingerprint = load_model_info(args.model_dir, args.work / "cache").fingerprint
@@ -213,29 +267,48 @@ def main() -> int:
         float16_mb = (size + 5) * vectors.shape[1] * 2 / 2**20
         del vectors
         model = best_of(args, small, {"model": OFF}, queries[:2])["model"]
-        rebuild = best_of(args, db, {"rebuild": 1, "exact": OFF}, queries)["rebuild"]
+        rebuild = None
+        if not args.no_rebuild:
+            rebuild = best_of(args, db, {"rebuild": 1, "exact": OFF}, queries)["rebuild"]
         store_s = store_codes(db)
-        pair = best_of(args, db, {"stored": 1, "exact": OFF}, queries)
+        ways = {"stored": 1, "exact": OFF}
+        if args.baseline_worker is not None:
+            ways = {BASELINE: 1, **ways}
+        pair = best_of(args, db, ways, queries)
         stored, exact = pair["stored"], pair["exact"]
         row: dict[str, object] = {
             "vectors": size + 5,
             "model_first_s": model["first_s"],
             "store_codes_s": round(store_s, 2),
         }
-        for name, result in (("rebuild", rebuild), ("stored", stored), ("exact", exact)):
+        results = {"rebuild": rebuild, **pair}
+        for name, result in results.items():
+            if result is None:
+                continue
             row[f"{name}_first_s"] = result["first_s"]
             row[f"{name}_first_all_s"] = result["first_all_s"]
             row[f"{name}_warm_p50_ms"] = result["warm_p50_ms"]
             row[f"{name}_stage_p50_ms"] = result["stage_p50_ms"]
+            row[f"{name}_first_to_budget"] = round(
+                result["first_s"] / (2 * result["warm_p50_ms"] / 1000 + model["first_s"]), 3
+            )
         row["stored_warm_to_exact"] = round(stored["warm_p50_ms"] / exact["warm_p50_ms"], 3)
         row["stored_stage_to_exact"] = round(stored["stage_p50_ms"] / exact["stage_p50_ms"], 3)
-        row["stored_first_to_budget"] = round(
-            stored["first_s"] / (2 * stored["warm_p50_ms"] / 1000 + model["first_s"]), 3
-        )
+        if BASELINE in pair:
+            before = pair[BASELINE]
+            row["stored_first_to_baseline"] = round(stored["first_s"] / before["first_s"], 3)
+            row["stored_equals_baseline"] = stored["hits"] == before["hits"]
+            row["baseline_log"] = before["log"]
         row["recall@400_mean_worst"] = recall(stored["hits"], exact["hits"])
-        row["stored_equals_rebuild"] = stored["hits"] == rebuild["hits"]
-        row["stored_log"], row["rebuild_log"] = stored["log"], rebuild["log"]
-        row.update(memory(args, db, queries[0], float16_mb))
+        if rebuild is not None:
+            row["stored_equals_rebuild"] = stored["hits"] == rebuild["hits"]
+            row["rebuild_log"] = rebuild["log"]
+        row["stored_log"] = stored["log"]
+        row["stored_lazy_searches"] = pair["stored"]["lazy_searches"]
+        row.update(memory(args, db, queries[0], float16_mb, "stored"))
+        if args.baseline_worker is not None:
+            base_memory = memory(args, db, queries[0], float16_mb, BASELINE)
+            row.update({f"baseline_{key}": value for key, value in base_memory.items()})
         for suffix in ("", "-wal", "-shm"):
             Path(f"{db}{suffix}").unlink(missing_ok=True)
         print(json.dumps(row), flush=True)

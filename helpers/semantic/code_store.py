@@ -167,17 +167,45 @@ def load(
     """The generation's codes: stored rows where valid, the rest encoded from `vectors` (every
     vector of the generation in block order; `counts` per block) and logged."""
     n, dim = vectors.shape
-    header = read_header(conn, generation)
-    problem = "no stored codes" if header is None else header_problem(header, dim, n, len(counts))
-    if header is None or problem is not None:
+    header = usable_header(conn, generation, dim, n, len(counts))
+    if isinstance(header, str):
         log.warning(
             "first-pass codes of generation %s not usable (%s): rebuilt from the stored vectors",
             generation,
-            problem,
+            header,
         )
         centroid = rabitq.fit_centroid(vectors)
         codes = rabitq.encode(vectors, centroid, threads)
         return LoadedCodes(centroid, codes, len(counts), len(counts), False)
+    return load_rows(conn, header, counts, threads, lambda _, at, end: vectors[at:end])
+
+
+def usable_header(
+    conn: sqlite3.Connection, generation: int, dim: int, count: int, blocks: int
+) -> Header | str:
+    """The generation's header, or why it cannot be used (then every code must be encoded, from
+    a centroid fit on all the vectors)."""
+    header = read_header(conn, generation)
+    if header is None:
+        return "no stored codes"
+    return header_problem(header, dim, count, blocks) or header
+
+
+# (block, first row, end row) -> float16 vectors of that block: the vectors in memory, or one
+# block read on demand (helpers/semantic/lazy_rows.py).
+BlockVectors = Callable[[int, int, int], np.ndarray]
+
+
+def load_rows(
+    conn: sqlite3.Connection,
+    header: Header,
+    counts: Sequence[int],
+    threads: int,
+    vectors_of: BlockVectors,
+) -> LoadedCodes:
+    """Every code of a generation with a usable header: stored rows where intact, the blocks of
+    missing or damaged ones encoded from `vectors_of` with the stored centroid (the same bytes)."""
+    n = int(sum(counts))
     codes = np.empty((n, header.code_size), dtype=np.uint8)
     starts = np.concatenate([[0], np.cumsum(counts)]).astype(int).tolist()
     loaded = np.zeros(len(counts), dtype=bool)
@@ -187,13 +215,13 @@ def load(
     missing = np.nonzero(~loaded)[0].tolist()
     for block_no in missing:
         at, end = starts[block_no], starts[block_no + 1]
-        codes[at:end] = rabitq.encode(vectors[at:end], header.centroid, threads)
+        codes[at:end] = rabitq.encode(vectors_of(block_no, at, end), header.centroid, threads)
     rebuilt = len(missing)
     if rebuilt:
         log.warning(
             "first-pass codes of generation %s: %d of %d blocks missing or damaged, rebuilt "
             "from the stored vectors",
-            generation,
+            header.generation,
             rebuilt,
             len(counts),
         )

@@ -9,6 +9,10 @@ sync (helpers/semantic/code_store.py); missing or damaged ones are encoded from 
 vectors with the stored centroid, which gives the same codes. Filtered searches do not come
 here: they score exactly the rows the filter allows (helpers/semantic/allowed.py).
 
+Until a generation's vectors are all in memory, its first pass can be made from the stored codes
+alone (`FirstPass.from_stored`, `FirstPassCache.lazy`): the candidates' rows are then read on
+demand (helpers/semantic/lazy_rows.py), the same bytes, so the answer is the same.
+
 faiss is imported when the first index is built, never at import time, so processes that never
 search a large generation never load it.
 """
@@ -27,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from helpers.semantic import code_store, rabitq
+from helpers.semantic import code_store, lazy_rows, rabitq
+from helpers.semantic.lazy_rows import RowMap
 from helpers.semantic.vector_pack import TopK, WarmGeneration
 from helpers.store.read_only import connect_read_only
 
@@ -47,6 +52,9 @@ FACTORY = rabitq.FACTORY
 # nothing per search, and the scorer never grows its arena past 4,096 rows (6 MB in float32).
 RESCORE_ROWS = 4_096
 
+# (ascending row numbers, float16 [len, dim] out): fills out with those rows' vectors.
+Gather = Callable[[np.ndarray, np.ndarray], None]
+
 
 @dataclass(frozen=True)
 class FirstPassHits:
@@ -63,14 +71,25 @@ def candidates(k: int, n: int) -> int:
 
 
 class FirstPass:
-    """The codes of one warm generation; `search` is deterministic for the same generation."""
+    """The codes of one generation; `search` is deterministic for the same generation. `rows`
+    is the generation in memory, or only its chunk ids (RowMap: the candidates' vectors are then
+    gathered by the caller's reader)."""
 
-    def __init__(self, warm: WarmGeneration, index: Any, build_s: float) -> None:
-        self.warm = warm
+    def __init__(self, rows: WarmGeneration | RowMap, index: Any, build_s: float) -> None:
+        self.rows = rows
         self.index = index
         self.build_s = build_s
-        rows = min(RESCORE_ROWS, len(warm.ids))
-        self._buffer = np.empty((rows, warm.vectors.shape[1]), dtype=warm.vectors.dtype)
+        self._buffer = np.empty((min(RESCORE_ROWS, len(rows.ids)), index.d), dtype="<f2")
+
+    @property
+    def in_memory(self) -> bool:
+        return isinstance(self.rows, WarmGeneration)
+
+    def with_vectors(self, warm: WarmGeneration) -> FirstPass:
+        """The same codes over the generation now in memory (nothing is encoded again)."""
+        if warm.key != self.rows.key:
+            raise ValueError("the vectors of another generation")
+        return FirstPass(warm, self.index, self.build_s)
 
     @classmethod
     def build(cls, warm: WarmGeneration, threads: int, factory: str = FACTORY) -> FirstPass:
@@ -82,6 +101,32 @@ class FirstPass:
         codes = rabitq.encode(warm.vectors, centroid, threads)
         index = rabitq.index_from_codes(codes, centroid, warm.vectors)
         return cls(warm, index, time.perf_counter() - t0)
+
+    @classmethod
+    def from_stored(
+        cls, conn: sqlite3.Connection, rows: RowMap, dim: int, threads: int
+    ) -> tuple[FirstPass, code_store.LoadedCodes] | str:
+        """Codes read from the index through `conn` (one read transaction), a missing or damaged
+        row encoded from its block's vectors read now; or why the stored codes cannot answer
+        without every vector in memory (no usable header: the centroid must be fit on all of
+        them; a faiss that packs codes its own way: it must `add` every vector)."""
+        t0 = time.perf_counter()
+        generation = int(rows.key[1])
+        header = code_store.usable_header(conn, generation, dim, len(rows.ids), len(rows.counts))
+        if isinstance(header, str):
+            return header
+
+        def block_vectors(block: int, at: int, end: int) -> np.ndarray:
+            return lazy_rows.read_block(conn, generation, block, dim)
+
+        # read before faiss is needed: its import (prefetched on a thread) overlaps the rows
+        loaded = code_store.load_rows(conn, header, rows.counts, threads, block_vectors)
+        if not rabitq.available():
+            return "faiss-cpu is not installed"
+        if not rabitq.layout_matches(dim):
+            return "this faiss lays codes out its own way"
+        index = rabitq.index_from_codes(loaded.codes, loaded.centroid, None)
+        return cls(rows, index, time.perf_counter() - t0), loaded
 
     @classmethod
     def load(cls, warm: WarmGeneration, threads: int) -> tuple[FirstPass, code_store.LoadedCodes]:
@@ -113,23 +158,34 @@ class FirstPass:
         return rabitq.code_bytes(_codes(self.index))
 
     def search(
-        self, query: np.ndarray, k: int, score: Callable[[np.ndarray], np.ndarray]
+        self,
+        query: np.ndarray,
+        k: int,
+        score: Callable[[np.ndarray], np.ndarray],
+        gather: Gather | None = None,
     ) -> FirstPassHits:
-        """The best k rows among the first pass's candidates, scored by `score(vectors)`."""
-        n = len(self.warm.ids)
+        """The best k rows among the first pass's candidates, scored by `score(vectors)`; the
+        candidates' vectors come from memory, or from `gather` (needed without them)."""
+        n = len(self.rows.ids)
         want = candidates(k, n)
         t0 = time.perf_counter()
         _, found = self.index.search(np.asarray(query, dtype=np.float32).reshape(1, -1), want)
         rows = np.sort(found[0][found[0] >= 0])  # row order: the gather reads memory forwards
         t1 = time.perf_counter()
+        fill = self._from_memory if gather is None else gather
         top = TopK(k)
         for at in range(0, len(rows), len(self._buffer)):
             part = rows[at : at + len(self._buffer)]
             gathered = self._buffer[: len(part)]
-            np.take(self.warm.vectors, part, axis=0, out=gathered)
-            top.add(self.warm.ids[part], score(gathered))
+            fill(part, gathered)
+            top.add(self.rows.ids[part], score(gathered))
         t2 = time.perf_counter()
         return FirstPassHits(top.result(), len(rows), (t1 - t0) * 1000, (t2 - t1) * 1000)
+
+    def _from_memory(self, rows: np.ndarray, out: np.ndarray) -> None:
+        if not isinstance(self.rows, WarmGeneration):
+            raise ValueError("the vectors are not in memory: pass a gather")
+        np.take(self.rows.vectors, rows, axis=0, out=out)
 
 
 def _codes(index: Any) -> Any:
@@ -166,6 +222,7 @@ class FirstPassCache:
         self.current: FirstPass | None = None
         self._warned = False
         self._prefetched = False
+        self._not_lazy: tuple[Any, ...] | None = None  # a generation whose codes need its vectors
 
     def prefetch(self, count: int) -> None:
         """Import faiss on another thread while a generation that will need it is read (its
@@ -180,13 +237,12 @@ class FirstPassCache:
         if self.min_vectors is None or len(warm.ids) < self.min_vectors:
             self.current = None
             return None
-        if self.current is not None and self.current.warm.key == warm.key:
+        if self.current is not None and self.current.rows.key == warm.key:
+            if not self.current.in_memory:
+                self.current = self.current.with_vectors(warm)
             return self.current
         self.current = None  # the old codes go before the new ones are built
-        if not rabitq.available():
-            if not self._warned:
-                log.warning("faiss-cpu is not installed: every search scans all vectors")
-                self._warned = True
+        if not self._faiss():
             return None
         self.current, loaded = FirstPass.load(warm, self.threads)
         log.info(
@@ -197,6 +253,51 @@ class FirstPassCache:
             _source(loaded),
         )
         return self.current
+
+    def lazy(self, conn: sqlite3.Connection, key: tuple[Any, ...], dim: int) -> FirstPass | None:
+        """The first pass of the generation of `key` (vector_pack.open_generation's, checked in
+        `conn`'s transaction) from its stored codes alone, made now if needed; None when it is
+        small, faiss is missing or its codes need every vector (the caller reads them first)."""
+        count = int(key[3])
+        if self.min_vectors is None or count < self.min_vectors or self._not_lazy == key:
+            return None
+        if self.current is not None and self.current.rows.key == key:
+            return self.current
+        self.current = None  # the old codes go before the new ones are read
+        self.prefetch(count)  # faiss imports while the ids and codes are read
+        rows = lazy_rows.read_row_map(conn, key)
+        try:
+            made = FirstPass.from_stored(conn, rows, dim, self.threads)
+        except sqlite3.Error as exc:
+            made = f"codes unreadable ({exc})"
+        except ImportError:  # a damaged row to encode and no faiss to do it
+            made = "faiss-cpu is not installed"
+        if isinstance(made, str):
+            log.info(
+                "first search of generation %s waits for every vector to be read: %s",
+                key[1],
+                made,
+            )
+            self._not_lazy = key
+            return None
+        self.current, loaded = made
+        log.info(
+            "first pass ready for %d vectors in %.2f s (%d code bytes; %s; candidates' rows read "
+            "on demand until the vectors are in memory)",
+            count,
+            self.current.build_s,
+            self.current.code_bytes,
+            _source(loaded),
+        )
+        return self.current
+
+    def _faiss(self) -> bool:
+        if rabitq.available():
+            return True
+        if not self._warned:
+            log.warning("faiss-cpu is not installed: every search scans all vectors")
+            self._warned = True
+        return False
 
 
 def _source(loaded: code_store.LoadedCodes) -> str:

@@ -8,8 +8,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import heapq
+import logging
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,8 @@ import numpy as np
 from helpers.errors import RagError
 from helpers.store.codec import HASH_BYTES
 from helpers.store.read_only import connect_read_only  # also opens a read-only data dir
+
+log = logging.getLogger(__name__)
 
 # Vectors per semantic_blocks row. Packed 1,024-vector rows scanned twice as fast as one row per
 # vector (199 vs 397 ms for 200k x 384 with numpy, stack-facts), and a block stays under 1 MB
@@ -172,21 +178,164 @@ class WarmGeneration:
     blocks: tuple[tuple[np.ndarray, np.ndarray], ...]
 
 
+class _BackgroundRead:
+    """One generation being read into memory on a daemon thread; `stop` ends it within a block
+    (a search of another generation must not wait for, nor sit beside, a whole read)."""
+
+    def __init__(self, key: tuple[Any, ...]) -> None:
+        self.key = key
+        self.stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+
 class GenerationScanner:
     """Streams a ready generation's blocks; a warm worker keeps the last one in memory.
 
     Cold workers stream: holding 100k x 384 fresh blocks cost 50 ms (page faults) versus 20 ms
     reading block by block into reused buffers. Generations are immutable once ready, so the
-    warm cache is keyed by (db, id, fingerprint, count, created_at).
+    warm cache is keyed by (db, id, fingerprint, count, created_at). A warm worker can also read
+    a generation on a background thread (`start_read`) while its first searches are answered
+    from the stored first-pass codes (helpers/semantic/vector_stage.py); at most one generation
+    is held or being read at a time.
     """
 
     def __init__(self, keep_in_memory: bool) -> None:
         self.keep_in_memory = keep_in_memory
         self.warm: WarmGeneration | None = None
+        self._reading: _BackgroundRead | None = None
+        self._lock = threading.Lock()  # guards `warm` and `_reading` between the two threads
 
     @property
     def blocks(self) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         return () if self.warm is None else self.warm.blocks
+
+    def held(self, key: tuple[Any, ...]) -> WarmGeneration | None:
+        """The generation of `key` if every vector of it is in memory (never waits)."""
+        warm = self.warm
+        return warm if warm is not None and warm.key == key else None
+
+    def keep_only(self, key: tuple[Any, ...]) -> None:
+        """Drop the held generation and stop a background read unless they are `key`'s: memory
+        never holds two generations' vectors."""
+        with self._lock:
+            other = self._reading if self._reading and self._reading.key != key else None
+            if other is not None:
+                self._reading = None
+            if self.warm is not None and self.warm.key != key:
+                self.warm = None
+        if other is not None:
+            other.stop.set()
+            other.wait()  # within one block: its arrays are freed before anything new is read
+
+    def start_read(
+        self,
+        db: str,
+        generation: int,
+        expected_fingerprint: str | None,
+        dim: int,
+        before_read: Callable[[int], None] | None = None,
+    ) -> None:
+        """Read the generation into memory on a background thread, unless it is held or already
+        being read. `load` of the same generation waits for that read instead of a second one.
+        Searches are answered meanwhile, so it maps no file pages: off their path the mapping's
+        few per cent of speed are not worth up to SCAN_MMAP_BYTES of mapped pages beside the
+        arrays and the codes (peak RSS)."""
+        conn = self._connect(db)
+        try:
+            checked = self._check(conn, generation, expected_fingerprint, dim)
+        finally:
+            conn.close()
+        key = (str(Path(db)), *checked)
+        self.keep_only(key)
+        with self._lock:
+            if self.held(key) is not None or self._reading is not None:
+                return
+            reading = self._reading = _BackgroundRead(key)
+        if before_read is not None:
+            before_read(int(checked[2]))
+        reading.thread = threading.Thread(
+            target=self._read_in_background,
+            args=(reading, db, generation, expected_fingerprint, dim),
+            name="vector-read",
+            daemon=True,  # a quit or an idle exit never waits for it: nothing is written
+        )
+        reading.thread.start()
+
+    def _read_in_background(
+        self,
+        reading: _BackgroundRead,
+        db: str,
+        generation: int,
+        expected_fingerprint: str | None,
+        dim: int,
+    ) -> None:
+        t0 = time.perf_counter()
+        warm = None
+        try:
+            warm = self._read_checked(
+                db, generation, expected_fingerprint, dim, reading.key, reading.stop.is_set
+            )
+        except (RagError, sqlite3.Error, ValueError, OSError) as exc:
+            log.warning(
+                "background read of semantic generation %s failed (%s): the next search "
+                "reads it again",
+                generation,
+                exc,
+            )
+        finally:
+            warm = self._publish(reading, warm)
+        if warm is not None:
+            log.info(
+                "vectors of generation %s read into memory in the background in %.2f s (%d "
+                "vectors): later searches rescore from memory",
+                generation,
+                time.perf_counter() - t0,
+                len(warm.ids),
+            )
+        elif reading.stop.is_set():
+            log.info(
+                "background read of generation %s stopped: another one was asked for", generation
+            )
+
+    def _publish(
+        self, reading: _BackgroundRead, warm: WarmGeneration | None
+    ) -> WarmGeneration | None:
+        """The read's generation held if it is still the one wanted (else dropped: never two);
+        whatever happened, the read is no longer under way."""
+        with self._lock:
+            if self._reading is not reading:
+                return None
+            self._reading = None
+            if warm is not None:
+                self.warm = warm
+            return warm
+
+    def _read_checked(
+        self,
+        db: str,
+        generation: int,
+        expected_fingerprint: str | None,
+        dim: int,
+        key: tuple[Any, ...],
+        stop: Callable[[], bool],
+    ) -> WarmGeneration | None:
+        """The generation read in one snapshot, if it is still the one of `key`."""
+        conn = self._connect(db)
+        try:
+            conn.execute("BEGIN")  # the check and every block from one snapshot
+            checked = self._check(conn, generation, expected_fingerprint, dim)
+            if (str(Path(db)), *checked) != key:
+                raise ScanError(
+                    f"semantic generation {generation} changed before it was read",
+                    "search again",
+                )
+            return self._read_all(conn, key, generation, dim, int(checked[2]), stop)
+        finally:
+            conn.close()
 
     def scan(
         self,
@@ -225,22 +374,34 @@ class GenerationScanner:
         before_read: Callable[[int], None] | None = None,
     ) -> WarmGeneration:
         """The generation in memory, read now unless it is the one already held (the checks
-        run on every call: a generation that stopped being ready is never served).
-        `before_read(count)` runs before a generation is read."""
+        run on every call: a generation that stopped being ready is never served). A background
+        read of it is waited for. `before_read(count)` runs before a generation is read."""
         conn = self._connect(db)
         try:
             checked = self._check(conn, generation, expected_fingerprint, dim)
             key = (str(Path(db)), *checked)
-            if self.warm is not None and self.warm.key == key:
-                return self.warm
+            held = self.held(key) or self._wait_for_read(key)
+            if held is not None:
+                return held
+            self.keep_only(key)
             self.warm = None  # never a half-read cache, and never two generations at once
             if before_read is not None:
                 before_read(int(checked[2]))
             conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
-            self.warm = self._read_all(conn, key, generation, dim, count=int(checked[2]))
-            return self.warm
+            warm = self._read_all(conn, key, generation, dim, count=int(checked[2]))
+            assert warm is not None  # no stop was asked for
+            self.warm = warm
+            return warm
         finally:
             conn.close()
+
+    def _wait_for_read(self, key: tuple[Any, ...]) -> WarmGeneration | None:
+        """The generation of `key` once its background read ends (None: none, or it failed)."""
+        reading = self._reading
+        if reading is None or reading.key != key:
+            return None
+        reading.wait()
+        return self.held(key)
 
     @staticmethod
     def _connect(db: str) -> sqlite3.Connection:
@@ -251,15 +412,23 @@ class GenerationScanner:
 
     @classmethod
     def _read_all(
-        cls, conn: sqlite3.Connection, key: tuple[Any, ...], generation: int, dim: int, count: int
-    ) -> WarmGeneration:
+        cls,
+        conn: sqlite3.Connection,
+        key: tuple[Any, ...],
+        generation: int,
+        dim: int,
+        count: int,
+        stop: Callable[[], bool] | None = None,
+    ) -> WarmGeneration | None:
         """Every block copied into two preallocated arrays: peak memory is the arrays plus one
-        block, not the blocks twice."""
+        block, not the blocks twice. None when `stop()` turned true (checked per block)."""
         ids = np.empty(count, dtype=ID_DTYPE)
         vectors = np.empty((count, dim), dtype=VECTOR_DTYPE)
         spans = []
         at = 0
         for block_ids, block_vectors in cls._read(conn, generation, dim):
+            if stop is not None and stop():
+                return None
             end = at + len(block_ids)
             if end > count:
                 raise ScanError(
@@ -316,3 +485,19 @@ class GenerationScanner:
             (generation,),
         ):
             yield unpack_ids(ids_blob), unpack_vectors(vec_blob, n, dim)
+
+
+@contextmanager
+def open_generation(
+    db: str, generation: int, expected_fingerprint: str | None, dim: int
+) -> Iterator[tuple[sqlite3.Connection, tuple[Any, ...]]]:
+    """A read-only connection inside one read transaction, with the generation checked in it,
+    and its cache key: rows read through it belong to that generation even if a sync publishes
+    another meanwhile."""
+    conn = GenerationScanner._connect(db)
+    try:
+        conn.execute("BEGIN")
+        checked = GenerationScanner._check(conn, generation, expected_fingerprint, dim)
+        yield conn, (str(Path(db)), *checked)
+    finally:
+        conn.close()
