@@ -246,3 +246,47 @@ def set_chunk_text(conn: sqlite3.Connection, chunk_id: int, text: str) -> None:
         "UPDATE chunks SET text = ?, norm_stored = ?, text_hash = ? WHERE id = ?",
         (text, text.lower(), hashlib.sha256(text.encode("utf-8")).hexdigest(), chunk_id),
     )
+
+
+def build_with_codes(conn: sqlite3.Connection, root: Path, **kwargs: object):  # type: ignore[no-untyped-def]
+    """A real generation of `conn` with its first-pass codes stored, whatever its size."""
+    from helpers.semantic.generations import build_generation
+
+    return build_generation(
+        conn,
+        REAL_MODEL_DIR,
+        cache_dir=root / "cache",
+        log_path=root / "build.log",
+        codes_min_vectors=1,
+        **kwargs,
+    )
+
+
+def index_with_codes(root: Path, per_set: int) -> Path:
+    """A real index at root/index.sqlite3 of two documents of real sentences whose one
+    generation has stored codes (the caller sets the block size)."""
+    if not (REAL_MODEL_DIR / "onnx").is_dir():
+        raise AssertionError(f"real model folder missing: {REAL_MODEL_DIR}")
+    db = root / "index.sqlite3"
+    conn = index_db.open_index(db)
+    try:
+        sentences = real_sentences(per_set=per_set)
+        add_document(conn, "a/questions.md", sentences[::2])
+        add_document(conn, "b/questions.md", sentences[1::2])
+        build_with_codes(conn, root)
+    finally:
+        conn.close()
+    return db
+
+
+def copy_of(db: Path, target: Path) -> Path:
+    """A consistent copy of the index `db` at target/index.sqlite3 (SQLite's backup)."""
+    target.mkdir(parents=True, exist_ok=True)
+    out = target / "index.sqlite3"
+    source, dest = sqlite3.connect(db), sqlite3.connect(out)
+    try:
+        source.backup(dest)
+    finally:
+        source.close()
+        dest.close()
+    return out

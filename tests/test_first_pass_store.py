@@ -15,11 +15,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import undo_migration_13
-from semantic_fixtures import REAL_MODEL_DIR, add_document, real_sentences
+from semantic_fixtures import (
+    REAL_MODEL_DIR,
+    add_document,
+    copy_of,
+    index_with_codes,
+)
+from semantic_fixtures import (
+    build_with_codes as build,
+)
 
 from helpers.semantic import code_store, rabitq, vector_pack
 from helpers.semantic.client import SemanticWorker
-from helpers.semantic.generations import build_generation, latest_ready_generation
+from helpers.semantic.generations import latest_ready_generation
 from helpers.store import index_db
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,39 +41,13 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(vector_pack, "BLOCK_SIZE", BLOCK)
 
 
-def build(conn: sqlite3.Connection, root: Path, **kwargs: object):
-    return build_generation(
-        conn,
-        REAL_MODEL_DIR,
-        cache_dir=root / "cache",
-        log_path=root / "build.log",
-        codes_min_vectors=1,
-        **kwargs,
-    )
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A real index whose one generation has stored codes; tests work on copies of it."""
-    if not (REAL_MODEL_DIR / "onnx").is_dir():
-        pytest.fail(f"real model folder missing: {REAL_MODEL_DIR}")
-    root = tmp_path_factory.mktemp("codes")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(vector_pack, "BLOCK_SIZE", BLOCK)
-        with closing(index_db.open_index(root / "index.sqlite3")) as conn:
-            sentences = real_sentences(per_set=60)
-            add_document(conn, "a/questions.md", sentences[::2])
-            add_document(conn, "b/questions.md", sentences[1::2])
-            build(conn, root)
-    yield root / "index.sqlite3"
-
-
-def copy_of(db: Path, target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    out = target / "index.sqlite3"
-    with closing(sqlite3.connect(db)) as source, closing(sqlite3.connect(out)) as dest:
-        source.backup(dest)
-    return out
+        db = index_with_codes(tmp_path_factory.mktemp("codes"), per_set=60)
+    yield db
 
 
 def search_all(tmp_path: Path, db: Path, name: str, min_vectors: int) -> list:
