@@ -149,7 +149,9 @@ def bare_fts_seconds(
     """One executemany into a bare trigram FTS5 table in one transaction: the insert floor
     (`clock`: wall time, or process_time for CPU seconds)."""
     rows = [(t[i : i + row_chars],) for t in texts for i in range(0, len(t), row_chars)]
-    conn = sqlite3.connect(work / f"bare-{clock.__name__}.sqlite3", isolation_level=None)
+    db = work / f"bare-{clock.__name__}.sqlite3"
+    db.unlink(missing_ok=True)  # one fresh table per round (a --work dir is kept between them)
+    conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(body, tokenize='trigram case_sensitive 0')")
     start = clock()
     conn.execute("BEGIN")

@@ -58,7 +58,8 @@ STAGES = (
     (rag_sync, "build_document_text", "  reading, cleaning, chunking in the worker"),
     (language_id, "_identifier", "units: language model load (once)"),
     (py3langid.langid.LanguageIdentifier, "classify", "units: language identification"),
-    (units, "unit_tokens", "units: tokens (fold, stems)"),
+    (py3langid.langid.LanguageIdentifier, "rank", "units: short lines among their unit's"),
+    (units, "text_tokens", "units: tokens (fold, stems)"),
     (group_write.WriteGroup, "flush", "group transactions (the SQLite writes and commit)"),
     (document_write, "_insert_sections", "  sections and chunks rows, their full-text rows"),
 )

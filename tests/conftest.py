@@ -161,6 +161,14 @@ def downgraded_copy(
     return db
 
 
+def undo_migration_14(conn: sqlite3.Connection) -> None:
+    """An index as schema 13 left it: no line languages, units of the tokenizer version before
+    (their rows of units_fts stay as written: the upgrade rebuilds the table whole)."""
+    conn.execute("ALTER TABLE units DROP COLUMN lang_runs")
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'unit_tokens_version'")
+    conn.execute("UPDATE meta SET value = '13' WHERE key = 'schema_version'")
+
+
 def undo_migration_13(conn: sqlite3.Connection) -> None:
     """An index as schema 12 left it: no stored first-pass codes."""
     conn.execute("DROP TABLE IF EXISTS semantic_codes")

@@ -186,7 +186,7 @@ def test_a_schema_10_index_upgrades_to_units_equal_to_a_fresh_sync(
             "10",
         )
     with closing(index_db.open_index(old)) as conn:
-        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 13
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
         assert units.stored_version(conn) == UNIT_TOKENS_VERSION
     assert _units(old) == _units(synced.db_path)
     assert _vocab(old) == _vocab(synced.db_path)

@@ -511,6 +511,14 @@ CREATE TABLE IF NOT EXISTS semantic_codes (
 """
 MIGRATION_13 = Migration(13, _FIRST_PASS_CODES)
 
+_LINE_LANGUAGES = """
+-- The stemming language of each line of a unit (helpers.text.unit_tokens.encode_runs: '' when
+-- every line has units.lang, else runs 'language*lines'): a unit's tokens are recomputed from
+-- them, never from the language identifier again, when its row of units_fts is deleted.
+-- The backfill rebuilds every unit with its lines stemmed each in its own language.
+ALTER TABLE units ADD COLUMN lang_runs TEXT NOT NULL DEFAULT '';
+"""
+
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _BASE),
@@ -523,9 +531,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(8, _ONE_TEXT_COPY, resumable=(TRIGRAM_REBUILD,)),
     Migration(9, _COMPACT_ROWS, resumable=(COMPACT_SECTIONS, COMPACT_CHUNKS)),
     Migration(10, _FORMAT_VERSION),
-    Migration(11, _UNITS, backfill=rebuild_units),
+    Migration(11, _UNITS),  # its rows are written by migration 14's backfill
     Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
     MIGRATION_13,
+    Migration(14, _LINE_LANGUAGES, backfill=rebuild_units),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -538,5 +547,5 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # helpers.lexical.units, which finds nothing without them; migration 12 changes how chunks.norm
 # is stored, not what it reads as, and this program's connections all register rag_fold;
 # semantic_code_sets and semantic_codes, see helpers.semantic.code_store, which encodes the
-# codes from the vectors without them).
+# codes from the vectors without them; units.lang_runs is read only by writers).
 READABLE_FROM_VERSION = 2

@@ -1,4 +1,4 @@
-"""Retrieval units and their contentless BM25 table (migration 11): every SQL statement on
+"""Retrieval units and their contentless BM25 table (migrations 11 and 14): every SQL statement on
 `units` and `units_fts` lives here.
 
 A unit is a run of a document's consecutive sections under one outline entry (a PDF's
@@ -22,10 +22,19 @@ from dataclasses import dataclass
 from helpers.store.batched import in_batches
 from helpers.store.codec import section_text
 from helpers.store.connection import write_transaction
-from helpers.text.unit_tokens import UNIT_TOKENS_VERSION, unit_language, unit_tokens
+from helpers.text.unit_tokens import (
+    UNIT_TOKENS_VERSION,
+    UnitLanguages,
+    decode_runs,
+    encode_runs,
+    line_languages,
+    text_tokens,
+)
 
 UNIT_VERSION_KEY = "unit_tokens_version"
-UNITS_SCHEMA = 11  # the migration that adds the tables
+# The schema unit rows are written at: migration 11 adds the tables, 14 their line languages (an
+# index migrated only part of the way, as tests do, has no rows to keep current).
+UNITS_SCHEMA = 14
 # Documents whose rows are hidden (a big document being written or discarded): never units.
 _STAGING_STATUS = "staging"
 
@@ -70,10 +79,10 @@ def _unit_text(title: str, span: UnitSpan, texts: Sequence[str]) -> str:
 
 @dataclass(frozen=True)
 class PreparedUnit:
-    """A unit's row before it is written: its span, stemming language and tokens."""
+    """A unit's row before it is written: its span, stemming languages and tokens."""
 
     span: UnitSpan
-    language: str
+    languages: UnitLanguages
     tokens: str
 
 
@@ -96,10 +105,10 @@ def prepare_many(
         texts = [text for text, _ in sections]
         spans = unit_spans([place for _, place in sections])
         spans_texts.append([(span, _unit_text(title, span, texts)) for span in spans])
-    languages = [[unit_language(text) for _, text in units] for units in spans_texts]
+    languages = [[line_languages(text) for _, text in units] for units in spans_texts]
     return [
         tuple(
-            PreparedUnit(span, language, " ".join(unit_tokens(text, language)))
+            PreparedUnit(span, language, " ".join(text_tokens(text, language)))
             for (span, text), language in zip(units, doc_languages, strict=True)
         )
         for units, doc_languages in zip(spans_texts, languages, strict=True)
@@ -112,9 +121,16 @@ def write_units(conn: sqlite3.Connection, doc_id: int, units: Sequence[PreparedU
     for unit in units:
         span = unit.span
         unit_id = conn.execute(
-            "INSERT INTO units(document_id, first_ordinal, last_ordinal, page, lang) "
-            "VALUES (?,?,?,?,?)",
-            (doc_id, span.first, span.last, span.page, unit.language),
+            "INSERT INTO units(document_id, first_ordinal, last_ordinal, page, lang, lang_runs) "
+            "VALUES (?,?,?,?,?,?)",
+            (
+                doc_id,
+                span.first,
+                span.last,
+                span.page,
+                unit.languages.main,
+                encode_runs(unit.languages),
+            ),
         ).lastrowid
         conn.execute("INSERT INTO units_fts(rowid, tokens) VALUES (?, ?)", (unit_id, unit.tokens))
 
@@ -124,19 +140,21 @@ def drop_units(conn: sqlite3.Connection, doc_ids: Iterable[int]) -> None:
     rows of units_fts (deleted with the tokens recomputed from the stored sections)."""
     for part, marks in in_batches(list(doc_ids)):
         units = conn.execute(
-            f"SELECT u.id, u.document_id, u.first_ordinal, u.last_ordinal, u.page, u.lang, d.title "
-            f"FROM units u JOIN documents d ON d.id = u.document_id "
+            f"SELECT u.id, u.document_id, u.first_ordinal, u.last_ordinal, u.page, u.lang, "
+            f"u.lang_runs, d.title FROM units u JOIN documents d ON d.id = u.document_id "
             f"WHERE u.document_id IN ({marks}) ORDER BY u.document_id, u.first_ordinal",
             part,
         ).fetchall()
-        by_doc: dict[int, list[tuple[int, UnitSpan, str, str]]] = {}
-        for unit_id, doc_id, first, last, page, lang, title in units:
+        by_doc: dict[int, list[tuple[int, UnitSpan, str, str, str]]] = {}
+        for unit_id, doc_id, first, last, page, lang, runs, title in units:
             span = UnitSpan(first, last, page)
-            by_doc.setdefault(doc_id, []).append((unit_id, span, lang, title))
+            by_doc.setdefault(doc_id, []).append((unit_id, span, lang, runs, title))
         for doc_id, doc_units in by_doc.items():
             texts = _section_texts(conn, doc_id)
-            for unit_id, span, lang, title in doc_units:
-                tokens = " ".join(unit_tokens(_unit_text(title, span, texts), lang))
+            for unit_id, span, lang, runs, title in doc_units:
+                text = _unit_text(title, span, texts)
+                languages = decode_runs(lang, runs, text.count("\n") + 1)
+                tokens = " ".join(text_tokens(text, languages))
                 conn.execute(
                     "INSERT INTO units_fts(units_fts, rowid, tokens) VALUES ('delete', ?, ?)",
                     (unit_id, tokens),
@@ -157,7 +175,7 @@ def _section_texts(conn: sqlite3.Connection, doc_id: int) -> list[str]:
 
 def rebuild_units(conn: sqlite3.Connection) -> None:
     """Inside a write transaction: every unit of every visible indexed document from its stored
-    sections (migration 11's backfill, and a tokenizer change)."""
+    sections (migration 14's backfill, and a tokenizer change)."""
     conn.execute("INSERT INTO units_fts(units_fts) VALUES ('delete-all')")
     conn.execute("DELETE FROM units")
     docs = conn.execute(
