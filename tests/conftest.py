@@ -161,6 +161,27 @@ def downgraded_copy(
     return db
 
 
+def unit_vocab(db: Path) -> dict[str, tuple[int, int]]:
+    """Term -> (units holding it, occurrences) as units_fts's index holds them."""
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, 'units_fts', 'row')")
+        return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT term, doc, cnt FROM v")}
+
+
+def rebuilt_unit_vocab(db: Path, tmp: Path) -> dict[str, tuple[int, int]]:
+    """The unit vocabulary a rebuild from the stored sections gives (on a copy in `tmp`): a
+    contentless table kept right by every delete equals it."""
+    from helpers.store import index_db, units
+    from helpers.store.connection import write_transaction
+
+    copy = tmp / f"rebuilt-{len(list(tmp.iterdir()))}.sqlite3"
+    with closing(sqlite3.connect(db)) as source, closing(sqlite3.connect(copy)) as out:
+        source.backup(out)
+    with closing(index_db.connect(copy)) as conn, write_transaction(conn):
+        units.rebuild_units(conn)
+    return unit_vocab(copy)
+
+
 def undo_migration_14(conn: sqlite3.Connection) -> None:
     """An index as schema 13 left it: no line languages, units of the tokenizer version before
     (their rows of units_fts stay as written: the upgrade rebuilds the table whole)."""

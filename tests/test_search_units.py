@@ -9,7 +9,13 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import downgraded_copy, synced_written, undo_migration_11
+from conftest import (
+    downgraded_copy,
+    rebuilt_unit_vocab,
+    synced_written,
+    undo_migration_11,
+    unit_vocab,
+)
 from format_fixtures import write_text_pdf
 
 import rag_search
@@ -18,7 +24,6 @@ from helpers.config import Config
 from helpers.index import discard, pacing
 from helpers.index import document_write as sync_write
 from helpers.store import index_db, units
-from helpers.store.connection import write_transaction
 from helpers.text.unit_tokens import UNIT_TOKENS_VERSION, unit_tokens
 
 SPREAD_PAGE = """# Kestrel dashboards
@@ -62,23 +67,6 @@ def _write(docs: Path) -> None:
 @pytest.fixture
 def synced(tmp_path: Path) -> Config:
     return synced_written(tmp_path, _write)
-
-
-def _vocab(db: Path) -> dict[str, tuple[int, int]]:
-    """Term -> (units holding it, occurrences) as units_fts's index holds them."""
-    with closing(sqlite3.connect(db)) as conn:
-        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, 'units_fts', 'row')")
-        return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT term, doc, cnt FROM v")}
-
-
-def _rebuilt_vocab(db: Path, tmp: Path) -> dict[str, tuple[int, int]]:
-    """The vocabulary a rebuild from the stored sections gives (on a copy)."""
-    copy = tmp / f"rebuilt-{len(list(tmp.iterdir()))}.sqlite3"
-    with closing(sqlite3.connect(db)) as source, closing(sqlite3.connect(copy)) as out:
-        source.backup(out)
-    with closing(index_db.connect(copy)) as conn, write_transaction(conn):
-        units.rebuild_units(conn)
-    return _vocab(copy)
 
 
 def _units(db: Path) -> list[tuple[str, int | None]]:
@@ -128,15 +116,15 @@ def test_words_are_stemmed_the_same_way_in_documents_and_queries(synced: Config)
 def test_an_edited_file_leaves_none_of_its_old_words_in_the_unit_table(
     synced: Config, tmp_path: Path
 ) -> None:
-    assert "zanzibarit" in _vocab(synced.db_path)
+    assert "zanzibarit" in unit_vocab(synced.db_path)
     notes = synced.knowledge_dir / "notes.md"
     notes.write_text("# Notes\n\nThe basalt sample is in drawer five.\n", "utf-8")
     assert rag_service.sync_kb_blocking(synced).state == "succeeded"
-    vocab = _vocab(synced.db_path)
+    vocab = unit_vocab(synced.db_path)
     assert "zanzibarit" not in vocab and "basalt" in vocab
     assert _paths(synced, "zanzibarite four", ("units",)) == []
     assert _paths(synced, "basalt five", ("units",)) == ["notes.md"]
-    assert vocab == _rebuilt_vocab(synced.db_path, tmp_path)
+    assert vocab == rebuilt_unit_vocab(synced.db_path, tmp_path)
 
 
 def test_a_removed_file_leaves_no_unit_and_no_term_behind(synced: Config, tmp_path: Path) -> None:
@@ -149,13 +137,13 @@ def test_a_removed_file_leaves_no_unit_and_no_term_behind(synced: Config, tmp_pa
         "limits.md",
         "themes.md",
     ]
-    vocab = _vocab(synced.db_path)
+    vocab = unit_vocab(synced.db_path)
     assert "impel" not in vocab and "impeller" not in vocab and "zanzibarit" not in vocab
-    assert vocab == _rebuilt_vocab(synced.db_path, tmp_path)
+    assert vocab == rebuilt_unit_vocab(synced.db_path, tmp_path)
     for path in list(synced.knowledge_dir.iterdir()):
         path.unlink()
     assert rag_service.sync_kb_blocking(synced).state == "succeeded"
-    assert _units(synced.db_path) == [] and _vocab(synced.db_path) == {}
+    assert _units(synced.db_path) == [] and unit_vocab(synced.db_path) == {}
 
 
 def test_a_big_document_written_in_batches_keeps_the_table_consistent_when_replaced(
@@ -172,9 +160,9 @@ def test_a_big_document_written_in_batches_keeps_the_table_consistent_when_repla
     assert [page for path, page in _units(synced.db_path) if path == "manual.pdf"] == list(
         range(1, 7)
     )
-    vocab = _vocab(synced.db_path)
+    vocab = unit_vocab(synced.db_path)
     assert "quokka" in vocab and "impel" not in vocab
-    assert vocab == _rebuilt_vocab(synced.db_path, tmp_path)
+    assert vocab == rebuilt_unit_vocab(synced.db_path, tmp_path)
 
 
 def test_a_schema_10_index_upgrades_to_units_equal_to_a_fresh_sync(
@@ -189,7 +177,7 @@ def test_a_schema_10_index_upgrades_to_units_equal_to_a_fresh_sync(
         assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
         assert units.stored_version(conn) == UNIT_TOKENS_VERSION
     assert _units(old) == _units(synced.db_path)
-    assert _vocab(old) == _vocab(synced.db_path)
+    assert unit_vocab(old) == unit_vocab(synced.db_path)
     with closing(index_db.connect(old)) as conn:
         query = rag_search.SearchOptions(top_k=3, channels=("units",))
         hits = rag_search.search(conn, "kestrel colours thresholds", query).hits
@@ -199,15 +187,15 @@ def test_a_schema_10_index_upgrades_to_units_equal_to_a_fresh_sync(
 def test_a_unit_table_written_by_another_tokenizer_version_is_rebuilt_on_open(
     synced: Config,
 ) -> None:
-    before = _vocab(synced.db_path)
+    before = unit_vocab(synced.db_path)
     with closing(sqlite3.connect(synced.db_path)) as conn:
         conn.execute("INSERT INTO units_fts(units_fts) VALUES ('delete-all')")
         conn.execute("UPDATE meta SET value = '0' WHERE key = 'unit_tokens_version'")
         conn.commit()
-    assert _vocab(synced.db_path) == {}
+    assert unit_vocab(synced.db_path) == {}
     with closing(index_db.open_index(synced.db_path)) as conn:
         assert units.stored_version(conn) == UNIT_TOKENS_VERSION
-    assert _vocab(synced.db_path) == before
+    assert unit_vocab(synced.db_path) == before
 
 
 def test_an_index_without_units_opened_read_only_still_searches(

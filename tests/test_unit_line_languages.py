@@ -10,12 +10,17 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import downgraded_copy, synced_written, undo_migration_14
+from conftest import (
+    downgraded_copy,
+    rebuilt_unit_vocab,
+    synced_written,
+    undo_migration_14,
+    unit_vocab,
+)
 
 import rag_service
 from helpers.config import Config
 from helpers.store import index_db, units
-from helpers.store.connection import write_transaction
 from helpers.text import language_id
 from helpers.text import unit_tokens as unit_tokens_module
 from helpers.text.unit_tokens import (
@@ -60,21 +65,6 @@ def _write(docs: Path) -> None:
 @pytest.fixture
 def synced(tmp_path: Path) -> Config:
     return synced_written(tmp_path, _write)
-
-
-def _vocab(db: Path) -> dict[str, tuple[int, int]]:
-    with closing(sqlite3.connect(db)) as conn:
-        conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, 'units_fts', 'row')")
-        return {row[0]: (row[1], row[2]) for row in conn.execute("SELECT term, doc, cnt FROM v")}
-
-
-def _rebuilt_vocab(db: Path, tmp: Path) -> dict[str, tuple[int, int]]:
-    copy = tmp / f"rebuilt-{len(list(tmp.iterdir()))}.sqlite3"
-    with closing(sqlite3.connect(db)) as source, closing(sqlite3.connect(copy)) as out:
-        source.backup(out)
-    with closing(index_db.connect(copy)) as conn, write_transaction(conn):
-        units.rebuild_units(conn)
-    return _vocab(copy)
 
 
 def _unit_rows(db: Path) -> list[tuple[str, str, str]]:
@@ -132,7 +122,7 @@ def test_the_half_translated_page_is_found_by_its_swedish_words(synced: Config) 
     assert rows["celler.md"] == ("swedish", "")
     lang, runs = rows["radbrytning.md"]
     assert "swedish*" in runs and "english*" in runs
-    vocab = _vocab(synced.db_path)
+    vocab = unit_vocab(synced.db_path)
     assert "manuell" in vocab and "manuella" not in vocab
     result = rag_service.search(synced, QUERY, top_k=4, mode="lexical", channels=("units",))
     assert [hit.path for hit in result.hits][:1] == ["radbrytning.md"]
@@ -149,13 +139,13 @@ def test_deletes_use_the_stored_line_languages_not_the_identifier(
     page = synced.knowledge_dir / "radbrytning.md"
     page.write_text(HALF_TRANSLATED + "\nSee also: page breaks.\n", "utf-8")
     assert rag_service.sync_kb_blocking(synced).state == "succeeded"
-    vocab = _vocab(synced.db_path)
+    vocab = unit_vocab(synced.db_path)
     assert "manuella" in vocab and "manuell" not in vocab  # the old Swedish rows are gone
     page.unlink()
     assert rag_service.sync_kb_blocking(synced).state == "succeeded"
-    assert "manuella" not in _vocab(synced.db_path)
+    assert "manuella" not in unit_vocab(synced.db_path)
     monkeypatch.undo()  # the pages left were written by the real identifier: so is the rebuild
-    assert _vocab(synced.db_path) == _rebuilt_vocab(synced.db_path, tmp_path)
+    assert unit_vocab(synced.db_path) == rebuilt_unit_vocab(synced.db_path, tmp_path)
 
 
 def test_a_schema_13_index_upgrades_to_line_languages_equal_to_a_fresh_sync(
@@ -169,4 +159,4 @@ def test_a_schema_13_index_upgrades_to_line_languages_equal_to_a_fresh_sync(
         assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
         assert units.stored_version(conn) == UNIT_TOKENS_VERSION
     assert _unit_rows(old) == _unit_rows(synced.db_path)
-    assert _vocab(old) == _vocab(synced.db_path)
+    assert unit_vocab(old) == unit_vocab(synced.db_path)
