@@ -108,8 +108,8 @@ def prepare_many(
     languages = [[line_languages(text) for _, text in units] for units in spans_texts]
     return [
         tuple(
-            PreparedUnit(span, language, " ".join(text_tokens(text, language)))
-            for (span, text), language in zip(units, doc_languages, strict=True)
+            PreparedUnit(span, found, " ".join(text_tokens(text, found)))
+            for (span, text), found in zip(units, doc_languages, strict=True)
         )
         for units, doc_languages in zip(spans_texts, languages, strict=True)
     ]

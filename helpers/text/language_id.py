@@ -45,14 +45,13 @@ def _identifier() -> Any | None:
 def languages_of(texts: Iterable[str]) -> Counter[str]:
     """ISO 639-1 code -> how many of `texts` are in that language (texts with no letters are
     not counted); empty when no identifier is installed."""
-    identifier = _identifier()
     counts: Counter[str] = Counter()
-    if identifier is None:
+    if _identifier() is None:
         return counts
     for text in texts:
-        piece = text[:SAMPLE_CHARS]
-        if any(ch.isalpha() for ch in piece):
-            counts[identifier.classify(piece)[0]] += 1
+        code = identify(text[:SAMPLE_CHARS])
+        if code:
+            counts[code] += 1
     return counts
 
 

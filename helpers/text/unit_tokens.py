@@ -159,11 +159,6 @@ def _line_code(line: str, among: tuple[str, ...]) -> str:
     return code
 
 
-def unit_language(text: str) -> str:
-    """The Snowball stemmer of the text's language ('' = none: no stemming)."""
-    return line_languages(text).main
-
-
 def encode_runs(languages: UnitLanguages) -> str:
     """The line languages as stored with the unit: '' when every line has the unit's language,
     else runs 'language*lines' apart by spaces ('-' = none)."""
