@@ -279,6 +279,29 @@ def index_with_codes(root: Path, per_set: int) -> Path:
     return db
 
 
+def warm_worker(tmp_path: Path, name: str, min_vectors: int):  # type: ignore[no-untyped-def]
+    """A real query worker over the real model, logging to tmp_path/NAME.log, whose first pass
+    runs on generations of at least `min_vectors` vectors (a huge number: the exact scan)."""
+    from helpers.semantic.client import SemanticWorker
+
+    return SemanticWorker(
+        REAL_MODEL_DIR,
+        log_path=tmp_path / f"{name}.log",
+        cache_dir=tmp_path / "cache",
+        idle_seconds=60,
+        first_pass_min_vectors=min_vectors,
+    )
+
+
+def chunk_ids_of(conn: sqlite3.Connection, path: str, limit: int) -> list[int]:
+    """The first `limit` chunk ids of the document at `path` (a filter narrower than the index)."""
+    sql = (
+        "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
+        "WHERE d.path = ? ORDER BY c.id LIMIT ?"
+    )
+    return [row[0] for row in conn.execute(sql, (path, limit))]
+
+
 def copy_of(db: Path, target: Path) -> Path:
     """A consistent copy of the index `db` at target/index.sqlite3 (SQLite's backup)."""
     target.mkdir(parents=True, exist_ok=True)

@@ -16,17 +16,16 @@ import numpy as np
 import pytest
 from conftest import undo_migration_13
 from semantic_fixtures import (
-    REAL_MODEL_DIR,
     add_document,
     copy_of,
     index_with_codes,
+    warm_worker,
 )
 from semantic_fixtures import (
     build_with_codes as build,
 )
 
 from helpers.semantic import code_store, rabitq, vector_pack
-from helpers.semantic.client import SemanticWorker
 from helpers.semantic.generations import latest_ready_generation
 from helpers.store import index_db
 
@@ -54,13 +53,7 @@ def search_all(tmp_path: Path, db: Path, name: str, min_vectors: int) -> list:
     with closing(sqlite3.connect(db)) as conn:
         generation = latest_ready_generation(conn)
     assert generation is not None
-    with SemanticWorker(
-        REAL_MODEL_DIR,
-        log_path=tmp_path / f"{name}.log",
-        cache_dir=tmp_path / "cache",
-        idle_seconds=60,
-        first_pass_min_vectors=min_vectors,
-    ) as worker:
+    with warm_worker(tmp_path, name, min_vectors) as worker:
         return [worker.search(db, generation.id, q, TOP_K) for q in QUERIES]
 
 

@@ -19,10 +19,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from semantic_fixtures import (
-    REAL_MODEL_DIR,
     add_document,
+    chunk_ids_of,
     copy_of,
     index_with_codes,
+    warm_worker,
 )
 from semantic_fixtures import (
     build_with_codes as build,
@@ -30,7 +31,6 @@ from semantic_fixtures import (
 
 from helpers.semantic import first_pass, vector_pack, vector_stage
 from helpers.semantic.allowed import AllowedRanges
-from helpers.semantic.client import SemanticWorker
 from helpers.semantic.generations import latest_ready_generation
 from helpers.store import index_db
 
@@ -64,16 +64,6 @@ def generation_of(db: Path) -> int:
     return generation.id
 
 
-def worker(tmp_path: Path, name: str, min_vectors: int) -> SemanticWorker:
-    return SemanticWorker(
-        REAL_MODEL_DIR,
-        log_path=tmp_path / f"{name}.log",
-        cache_dir=tmp_path / "cache",
-        idle_seconds=60,
-        first_pass_min_vectors=min_vectors,
-    )
-
-
 def wait_for(log: Path, text: str) -> str:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
@@ -91,11 +81,11 @@ def test_each_first_search_read_on_demand_equals_the_answer_from_memory_and_the_
     built: Path, tmp_path: Path
 ) -> None:
     generation = generation_of(built)
-    with worker(tmp_path, "exact", EXACT) as exact:
+    with warm_worker(tmp_path, "exact", EXACT) as exact:
         expected = [exact.search(built, generation, q, TOP_K) for q in QUERIES]
     for number, query in enumerate(QUERIES):
         name = f"lazy{number}"
-        with worker(tmp_path, name, 1) as codes:
+        with warm_worker(tmp_path, name, 1) as codes:
             first = codes.search(built, generation, query, TOP_K)  # a fresh worker: on demand
             wait_for(tmp_path / f"{name}.log", IN_MEMORY)
             again = codes.search(built, generation, query, TOP_K)  # from memory
@@ -112,17 +102,11 @@ def test_a_filtered_first_search_waits_for_the_full_read_and_scores_every_allowe
 ) -> None:
     generation = generation_of(built)
     with closing(sqlite3.connect(built)) as conn:
-        small = [
-            r[0]
-            for r in conn.execute(
-                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-                "WHERE d.path = 'b/questions.md' ORDER BY c.id LIMIT 15"
-            )
-        ]
+        small = chunk_ids_of(conn, "b/questions.md", 15)
     within = AllowedRanges.from_ids(small)
-    with worker(tmp_path, "exact", EXACT) as exact:
+    with warm_worker(tmp_path, "exact", EXACT) as exact:
         expected = exact.search(built, generation, QUERIES[0], TOP_K, allowed=within)
-    with worker(tmp_path, "filtered", 1) as codes:
+    with warm_worker(tmp_path, "filtered", 1) as codes:
         found = codes.search(built, generation, QUERIES[0], TOP_K, allowed=within)
     assert found == expected and {c for c, _ in found} <= set(small)
     assert ON_DEMAND not in (tmp_path / "filtered.log").read_text()
@@ -132,7 +116,7 @@ def test_a_worker_killed_during_the_background_read_is_replaced_and_answers_the_
     built: Path, tmp_path: Path
 ) -> None:
     generation = generation_of(built)
-    with worker(tmp_path, "killed", 1) as codes:
+    with warm_worker(tmp_path, "killed", 1) as codes:
         first = codes.search(built, generation, QUERIES[1], TOP_K)
         assert codes.pid is not None
         os.kill(codes.pid, signal.SIGKILL)  # the background read may be under way: no matter

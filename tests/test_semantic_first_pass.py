@@ -9,7 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from semantic_fixtures import REAL_MODEL_DIR, add_document, real_sentences
+from semantic_fixtures import (
+    REAL_MODEL_DIR,
+    add_document,
+    chunk_ids_of,
+    real_sentences,
+    warm_worker,
+)
 
 from helpers.semantic import first_pass
 from helpers.semantic.allowed import AllowedRanges
@@ -40,16 +46,6 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, sqli
     build_generation(conn, REAL_MODEL_DIR, cache_dir=root / "cache", log_path=root / "build.log")
     yield db, conn
     conn.close()
-
-
-def warm_worker(tmp_path: Path, name: str, min_vectors: int) -> SemanticWorker:
-    return SemanticWorker(
-        REAL_MODEL_DIR,
-        log_path=tmp_path / f"{name}.log",
-        cache_dir=tmp_path / "cache",
-        idle_seconds=60,
-        first_pass_min_vectors=min_vectors,
-    )
 
 
 def search_all(
@@ -98,13 +94,7 @@ def test_a_filtered_search_scores_every_allowed_row_instead_of_the_first_pass(
     index: tuple[Path, sqlite3.Connection], tmp_path: Path
 ) -> None:
     db, conn = index
-    small = [
-        r[0]
-        for r in conn.execute(
-            "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id "
-            "WHERE d.path = 'b/questions.md' ORDER BY c.id LIMIT 15"
-        )
-    ]
+    small = chunk_ids_of(conn, "b/questions.md", 15)
     within = AllowedRanges.from_ids(small)
     with warm_worker(tmp_path, "exact", min_vectors=10**9) as exact:
         expected = search_all(exact, db, within)
