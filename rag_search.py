@@ -61,6 +61,7 @@ from helpers.lexical.snippet import make_snippet
 from helpers.lexical.units import (
     UnitWeight,
     channel_units,
+    first_passage_weak,
     lift_applies,
     section_coverage,
     unit_factors,
@@ -178,16 +179,21 @@ def rrf_fuse(
     results: list[ChannelResult],
     weights: dict[str, float],
     tie_key: Callable[[int], tuple[object, ...]] | None = None,
+    constants: dict[str, float] | None = None,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """(chunk id, fused score, per-channel rank) sorted by score; ties by `tie_key` (path, then
-    position in the file, when search() supplies it), else by chunk id."""
+    position in the file, when search() supplies it), else by chunk id. `constants`: a
+    channel's own RRF constant instead of RRF_K, its weight scaled so that its rank 1 counts
+    the same (a smaller constant only makes its lower ranks count less)."""
     fused: dict[int, float] = {}
     ranks: dict[int, dict[str, ChannelRank]] = {}
     for result in results:
         weight = weights.get(result.name, 1.0) * result.coverage
+        k = (constants or {}).get(result.name, RRF_K)
+        weight *= (k + 1) / (RRF_K + 1)
         for position, (chunk_id, score) in enumerate(result.ranked, start=1):
             rank = result.ranks[position - 1] if result.ranks else position
-            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (RRF_K + rank)
+            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (k + rank)
             ranks.setdefault(chunk_id, {})[result.name] = ChannelRank(rank, score)
     order = tie_key or (lambda cid: (cid,))
     return sorted(
@@ -211,12 +217,19 @@ def fuse_channels(
     evidence first) to their section's term-proximity share (helpers.lexical.proximity; hybrid
     only, none: unscaled); `units`, this query's weight of the units channel (none: its
     CHANNEL_WEIGHTS entry, no hybrid lift); `covered_of`, the share of the query's content words
-    in a chunk's section (for the lift's `cover_below`; none: the lift is not gated)."""
+    in a chunk's section (for `cover_below`, which gates the lift and the units channel's
+    `spread_k`; none: neither is gated)."""
     semantic = [r for r in results if r.name == "semantic"]
     lexical = [r for r in results if r.name != "semantic"]
     if not (semantic and lexical and section_of is not None):
         weights = CHANNEL_WEIGHTS if units is None else {**CHANNEL_WEIGHTS, "units": units.rrf}
         fused = rrf_fuse(results, weights)
+        if (
+            units is not None
+            and units.spread_k is not None
+            and first_passage_weak(units, lambda: _first_shown(fused, hubs_of), covered_of)
+        ):
+            fused = rrf_fuse(results, weights, constants={"units": units.spread_k})
         if units is not None and lift_applies(
             units, lambda: _first_shown(fused, hubs_of), covered_of
         ):

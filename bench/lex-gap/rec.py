@@ -4,9 +4,11 @@ fusion redone (as bench/k-fuse/rec.py). A variant is `spreadRRF,togetherRRF,spre
 togetherLift,kind,gate[,k]` with kind `lin` (main: 1 + L x s / top), `exp` (the tail lift,
 1 + L x exp(-(top - s) / tail scale)), `exq` (exp, but lin under 10 ranked documents) or `exm`
 (exp scaled by the top's margin), gate `tok` (main's count of unit tokens) or `word`
-(helpers.lexical.units.query_terms), k the units channel's RRF constant. `cov` records per query
-[the share of its content words in the first hit's section without a spread lift, whether a
-chunk holds them all] for bench/lex-gap/loso.py's gate."""
+(helpers.lexical.units.query_terms), k the units channel's RRF constant (`KS/KT`: KS when
+no chunk holds every content word, KT when one does or for a question; the variants' weights
+carry no spread_k, so main's gate does not run). `cov` records per query [the share of its
+content words in the first hit's section without a spread lift, whether a chunk holds them all]
+for bench/lex-gap/loso.py's gate and bench/lex-gap/kgate.py."""
 # ruff: noqa: E402, SIM115  (lab script, run from the repo root)
 
 import json
@@ -81,9 +83,11 @@ rag_search.channel_units = units_gated
 def weight_of(ctx, beside_semantic=False):
     v = STATE["v"]
     if ctx.query.question:
+        STATE["k_now"] = v["kt"]
         return U.UnitWeight(1.0, 0.0, 0.0)
     if ctx.query.raw not in holds:
         holds[ctx.query.raw] = passage_holds_all(ctx)
+    STATE["k_now"] = v["kt"] if holds[ctx.query.raw] else v["k"]
     if holds[ctx.query.raw]:
         return U.UnitWeight(v["wt"], v["lt"], 0.0)
     return U.UnitWeight(v["ws"], v["ls"], 0.0)
@@ -124,16 +128,17 @@ def parse(name):
         "lt": float(lt),
         "kind": kind,
         "gate": gate,
-        "k": float(k[0]) if k else 60.0,
+        "k": float(k[0].split("/")[0]) if k else 60.0,
+        "kt": float(k[0].split("/")[-1]) if k else 60.0,
     }
 
 
-def rrf_fuse(results, weights, tie_key=None):
+def rrf_fuse(results, weights, tie_key=None, constants=None):
     """rag_search.rrf_fuse with the units channel's own RRF constant (the variant's k)."""
     fused, ranks = {}, {}
     for result in results:
         weight = weights.get(result.name, 1.0) * result.coverage
-        k = STATE["v"]["k"] if result.name == "units" else rag_search.RRF_K
+        k = STATE.get("k_now", STATE["v"]["k"]) if result.name == "units" else rag_search.RRF_K
         if result.name == "units":  # the same value at rank 1 as with RRF_K
             weight *= (k + 1) / (rag_search.RRF_K + 1)
         for position, (chunk_id, score) in enumerate(result.ranked, start=1):

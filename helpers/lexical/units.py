@@ -30,6 +30,7 @@ from helpers.ranking.constants import (
     UNIT_HYBRID_LIFT,
     UNIT_LIFT_SPREAD,
     UNIT_LIFT_TOGETHER,
+    UNIT_RRF_K_SPREAD,
     UNIT_SPREAD_COVERAGE_BELOW,
     UNIT_TAIL_MIN_DOCUMENTS,
     UNIT_WEIGHT_SPREAD,
@@ -64,13 +65,16 @@ class UnitWeight:
     beside the semantic side (fusion.unit_lift). `cover_below`: the lift applies only when the
     first passage holds under that share of the query's content words (None: always); `tail`:
     the lift reads the unit score on the tail's scale (tail_factors), else relative to the best
-    (fusion.unit_factors)."""
+    (fusion.unit_factors); `spread_k`: the channel's RRF constant when the first passage holds
+    under `cover_below` of the content words (None: RRF_K), so the pages it ranks first stand
+    out from the passage channels' correlated votes (bench/notes/k-spread.md)."""
 
     rrf: float
     lift: float
     hybrid_lift: float
     cover_below: float | None = None
     tail: bool = False
+    spread_k: float | None = None
 
 
 _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -254,7 +258,12 @@ def unit_weight(ctx: SearchContext, beside_semantic: bool = False) -> UnitWeight
     if passage_holds_all(ctx):
         return UnitWeight(plain, UNIT_LIFT_TOGETHER, UNIT_HYBRID_LIFT)
     return UnitWeight(
-        UNIT_WEIGHT_SPREAD, UNIT_LIFT_SPREAD, UNIT_HYBRID_LIFT, UNIT_SPREAD_COVERAGE_BELOW, True
+        UNIT_WEIGHT_SPREAD,
+        UNIT_LIFT_SPREAD,
+        UNIT_HYBRID_LIFT,
+        UNIT_SPREAD_COVERAGE_BELOW,
+        True,
+        UNIT_RRF_K_SPREAD,
     )
 
 
@@ -307,8 +316,17 @@ def lift_applies(
     """Whether the lift of `weight` applies: a lift, and when it is gated (cover_below), a
     first passage (`first_shown`: the chunk the ranking would show first, after the hub prior)
     whose section holds under that share of the query's content words (`covered_of`)."""
-    if weight.lift <= 0:
-        return False
+    return weight.lift > 0 and first_passage_weak(weight, first_shown, covered_of)
+
+
+def first_passage_weak(
+    weight: UnitWeight,
+    first_shown: Callable[[], int | None],
+    covered_of: Callable[[int], float] | None,
+) -> bool:
+    """Whether the passages have not found the query: no gate (cover_below None), or the first
+    passage's section (`first_shown`, `covered_of`) holds under cover_below of its content
+    words."""
     if weight.cover_below is None or covered_of is None:
         return True
     first = first_shown()

@@ -166,6 +166,11 @@ UNIT_WEIGHT_SPREAD = 1.5
 # measured costs one public set more than leave-one-set-out allows (bench/notes/lex-gap.md).
 UNIT_LIFT_SPREAD = 0.0
 UNIT_SPREAD_COVERAGE_BELOW = 0.6
+# Under that same gate, the units channel's RRF constant instead of RRF_K (its rank 1 worth the
+# same): the passage channels cast three correlated votes for the passage that holds most of the
+# words, and at RRF_K a page ranked first by units barely beats one ranked tenth. Chosen
+# leave-one-set-out over every public and keyword set (bench/notes/k-spread.md).
+UNIT_RRF_K_SPREAD = 3
 # The tail's scale is the mean excess of the ranked documents' scores over the last: from
 # fewer than this many distinct scores it is no estimate (standard error ~ 1/sqrt(n), 32 % at
 # 10), and the lift falls back to the relative score (three PDF manuals: bench/notes/lex-gap.md).
