@@ -336,7 +336,8 @@ def test_the_units_channels_rank_and_margin_reach_the_evidence(config: Config) -
     shed note (`replace`) second; the band sees that rank and the channel's margin of its first
     document over its second (the scores the hits carry from it); a query only one document
     answers has margin 1. Beside the semantic side the channel is a lift of the lexical
-    evidence, not a ranked channel: no hit carries a units rank there."""
+    evidence, not a ranked channel: no hit carries a units rank there, but the band still sees
+    the channel's rank of the top hit's document."""
     result = rag_service.search(config, "replace the printer queue", mode="lexical")
     ev = confidence.evidence(result)
     top = result.hits[0]
@@ -349,10 +350,12 @@ def test_the_units_channels_rank_and_margin_reach_the_evidence(config: Config) -
     alone = rag_service.search(config, "sharpen the lawn mower blade", mode="lexical")
     assert {h.path for h in alone.hits} == {"lawn.md"}
     assert confidence.evidence(alone).unit_margin == 1.0
-    hybrid = confidence.evidence(
-        rag_service.search(config, "replace the printer queue", mode="hybrid")
-    )
-    assert hybrid.unit_rank is None
+    searched = rag_service.search(config, "replace the printer queue", mode="hybrid")
+    hybrid = confidence.evidence(searched)
+    assert not any("units" in h.channels for h in searched.hits)
+    assert searched.hits[0].path == "printer.md"
+    assert hybrid.units_ran and hybrid.unit_rank == 1
+    assert hybrid.unit_margin == pytest.approx(ev.unit_margin)
 
 
 def test_the_units_margin_is_over_the_second_document() -> None:

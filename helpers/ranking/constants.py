@@ -114,6 +114,13 @@ FULL_COVERAGE_LEXICAL = False  # every content word in the top section: adds not
 # A second lexical route: a margin of 0.2 over the first other document suffices when the
 # runner-up is a passage of the top document (two of its passages lead); None: no such route.
 OWN_MARGIN_LEXICAL: float | None = 0.2
+# Beside the semantic side, when the units channel (whole pages) ran: UNIT_AGREE_HYBRID asks
+# that it rank the top hit's document first for any `high` (a page-level BM25 that names another
+# document is a disagreement neither side's margin shows); UNIT_ROUTE_HYBRID, a route to `high`
+# for a top document it ranks first with (its own margin, the fused margin) at least these
+# (None: no such route). Chosen leave-one-set-out (bench/notes/hyb-units.md).
+UNIT_AGREE_HYBRID = False
+UNIT_ROUTE_HYBRID: tuple[float, float] | None = None
 
 # -- lexical channels, pointer prior, term proximity (helpers.lexical) -------------------------
 # Candidates each lexical channel contributes to fusion (helpers.lexical.common and channels).
@@ -186,3 +193,7 @@ UNIT_LIFT_TOGETHER = 0.5
 # the mix reads (a channel score gave each chunk of the top document full weight and flattened
 # it: bench/notes/u-lex.md, "Hybrid"). Leave-one-set-out over ten hybrid sets; none is lowered.
 UNIT_HYBRID_LIFT = 6.0
+# Whether that factor reads the document's unit score on the tail's scale
+# (helpers.lexical.units.tail_factors, as the lexical side's spread lift would) instead of
+# relative to the best document's (bench/notes/hyb-units.md).
+UNIT_HYBRID_TAIL = False
