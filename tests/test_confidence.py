@@ -408,3 +408,26 @@ def test_two_passages_of_the_top_document_leading_is_the_second_lexical_route(
     assert confidence.band(below) == "medium"
     other = replace(own, margin=own.doc_margin)  # the runner-up is another document's
     assert confidence.band(other, margin_high_lexical=own.doc_margin + 0.01) == "medium"
+
+
+def test_beside_the_semantic_side_the_units_channel_can_back_or_veto_high(config: Config) -> None:
+    """Hybrid mode: a top document the units channel ranks first by a margin of its own reaches
+    `high` on a narrower fused margin (unit_route_hybrid), and one it ranks lower does not reach
+    it at all (unit_agree_hybrid); a query the channel did not run for is judged as before."""
+    ev = confidence.evidence(rag_service.search(config, "replace the printer queue", mode="hybrid"))
+    assert ev.cosine is not None and ev.units_ran and ev.unit_rank == 1
+    plain = {"unit_agree_hybrid": False, "unit_route_hybrid": None}
+    narrow = replace(ev, margin=0.06, doc_margin=0.06, semantic=False, unit_margin=0.3)
+    assert confidence.band(narrow, **plain) == "medium"
+    route = {"unit_agree_hybrid": False, "unit_route_hybrid": (0.2, 0.05)}
+    assert confidence.band(narrow, **route) == "high"
+    assert confidence.band(replace(narrow, unit_rank=2), **route) == "medium"
+    assert confidence.band(replace(narrow, unit_margin=0.1), **route) == "medium"
+    assert confidence.band(replace(narrow, margin=0.04), **route) == "medium"
+    assert confidence.band(ev, **plain) == "high"
+    second = replace(ev, unit_rank=2)
+    assert confidence.band(second, **plain) == "high"
+    assert confidence.band(second, unit_agree_hybrid=True, unit_route_hybrid=None) == "medium"
+    alone = replace(second, units_ran=False, unit_rank=None, unit_margin=0.0)
+    assert confidence.band(alone, unit_agree_hybrid=True, unit_route_hybrid=(0.0, 0.0)) == "high"
+    assert confidence.band(replace(alone, semantic=False), unit_route_hybrid=(0.0, 0.0)) == "medium"
