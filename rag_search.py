@@ -61,9 +61,11 @@ from helpers.lexical.snippet import make_snippet
 from helpers.lexical.units import (
     UnitWeight,
     channel_units,
+    document_rank,
     first_passage_weak,
     lift_applies,
     section_coverage,
+    tail_factors,
     unit_factors,
     unit_weight,
 )
@@ -238,7 +240,10 @@ def fuse_channels(
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
     lift = units.hybrid_lift if units is not None else 0.0
-    return hybrid_fuse(lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, lift)
+    tail = units is not None and units.hybrid_tail
+    return hybrid_fuse(
+        lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, lift, tail
+    )
 
 
 def _first_shown(
@@ -274,6 +279,7 @@ def hybrid_fuse(
     sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
     proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
     unit_lift: float = 0.0,
+    unit_tail: bool = False,
 ) -> list[tuple[int, float, dict[str, ChannelRank]]]:
     """Convex combination per parent section of lexical evidence and normalised cosine, with
     the lexical share chosen per query (fusion.hybrid_share).
@@ -284,14 +290,15 @@ def hybrid_fuse(
     The hub prior lowers hub sections on each side before the mix, and each side is scaled
     back to a best of 1: a hub falls behind sections that match about as well on that side,
     but when only hubs hold the query's words it keeps the full lexical weight. The units
-    channel is no channel here but a lift of the lexical evidence (fusion.unit_lift).
+    channel is no channel here but a lift of the lexical evidence (fusion.unit_lift; with
+    `unit_tail`, its factor on the tail's scale, units.tail_factors).
     """
     units = next((r for r in lexical if r.name == "units"), None)
     lexical = [r for r in lexical if r.name != "units"]
     lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
     evidence = fusion.lexical_evidence(lexical)
     if units is not None:
-        evidence = fusion.unit_lift(evidence, units, unit_lift)
+        evidence = fusion.unit_lift(evidence, units, unit_lift, tail_factors if unit_tail else None)
     if proximity_of is not None:  # words that stand together (helpers.lexical.proximity)
         ordered = sorted(evidence, key=lambda cid: (-evidence[cid], cid))
         evidence = scaled_evidence(evidence, proximity_of(ordered))
@@ -527,9 +534,25 @@ def search(conn: sqlite3.Connection, raw_query: str, options: SearchOptions) -> 
         sections=sections,
         elapsed_ms=(time.perf_counter() - started) * 1000,
         channels_used=[r.name for r in results if r.ranked],
-        top=replace(_top_match(prior, ctx.query, hits, sections), unit_margin=unit_margin(results)),
+        top=replace(
+            _top_match(prior, ctx.query, hits, sections),
+            unit_margin=unit_margin(results),
+            unit_rank=_top_unit_rank(conn, results, hits),
+        ),
         **ctx.limits(),  # truncated_channels + a warning for each
     )
+
+
+def _top_unit_rank(
+    conn: sqlite3.Connection, results: list[ChannelResult], hits: list[Hit]
+) -> int | None:
+    """The units channel's rank of the top hit's document, for the confidence band."""
+    if not hits:
+        return None
+    if "units" in hits[0].channels:
+        return hits[0].channels["units"].rank
+    units = next((r for r in results if r.name == "units"), None)
+    return document_rank(conn, units, hits[0].chunk_id)
 
 
 def _top_match(

@@ -21,8 +21,10 @@ the share that comes back `low`, and the share that comes back `high` (the worst
 Then the calibration, from the same responses (no second search): per set the ceiling (the
 precision@1 of the best 30 % of its queries by each single signal: what any threshold on it could
 reach), a grid over the `high` rule (margin x semantic agreement x hub x pointer x the second
-route, both sides at their top, x margin and agreement by document; in lexical mode the lexical
-rule instead, LEXICAL_GRID; the best GRID_SHOWN points and the constants' row are printed), and a
+route, both sides at their top, x margin and agreement by document; then margin x agreement x
+the units channel's agreement and route to high beside the semantic side; in lexical mode the
+lexical rule instead, LEXICAL_GRID; the best GRID_SHOWN points and the constants' row are
+printed), and a
 leave-one-set-out check (the grid point chosen on all other sets, scored on the left-out one),
 so a threshold is never fitted to one set; last a markdown table per set. After a
 ranking change, re-run and move the constants only when the grid and leave-one-set-out rows say
@@ -88,6 +90,16 @@ GRID_KEYS = (
     "agreed_cosine_min",
     "margin_by_document",
     "agree_by_document",
+    "unit_agree_hybrid",
+    "unit_route_hybrid",
+)
+# the units channel beside the semantic side (hybrid mode): its agreement (UNIT_AGREE_HYBRID)
+# and its route to high (UNIT_ROUTE_HYBRID: its own margin x the fused margin), each point with
+# the other knobs at their constants but the margin and semantic agreement
+UNIT_AGREE_GRID = (False, True)
+UNIT_ROUTE_GRID = (
+    None,
+    *itertools.product((0.0, 0.05, 0.1, 0.2), (0.0, 0.05, 0.1, 0.15)),
 )
 # the lexical side alone (no cosine: lexical mode): its own margin, by document or by text, the
 # units channel's agreement and margin, full coverage (confidence.band's *_lexical arguments)
@@ -298,13 +310,25 @@ def grid(mode: str) -> list[dict[str, Any]]:
     if mode == "lexical":
         keys = tuple(LEXICAL_GRID)
         return [dict(zip(keys, p, strict=True)) for p in itertools.product(*LEXICAL_GRID.values())]
+    off = (False, None)  # the units knobs as they were before they existed
     points = [
-        (*head, *agreed, *by_doc)
+        (*head, *agreed, *by_doc, *off)
         for head in itertools.product(MARGIN_GRID, AGREE_GRID, HUB_GRID, POINTER_GRID)
         for agreed in AGREED_GRID
         for by_doc in itertools.product(BY_DOCUMENT_GRID, BY_DOCUMENT_GRID)
     ]
-    return [dict(zip(GRID_KEYS, p, strict=True)) for p in points]
+    knobs = [dict(zip(GRID_KEYS, p, strict=True)) for p in points]
+    base = constants_point(mode)
+    for margin, agree, unit_agree, route in itertools.product(
+        MARGIN_GRID, AGREE_GRID, UNIT_AGREE_GRID, UNIT_ROUTE_GRID
+    ):
+        if (unit_agree, route) != off:
+            knobs.append(
+                base
+                | {"margin_high": margin, "agree_for_high": agree}
+                | {"unit_agree_hybrid": unit_agree, "unit_route_hybrid": route}
+            )
+    return knobs
 
 
 def constants_point(mode: str) -> dict[str, Any]:

@@ -442,6 +442,7 @@ class TopMatch:
     coverage: float = 0.0  # 0-1, content words of the query found in its section (or path)
     pointer: float = 0.0  # 0-1, how far its section only quotes the query in a cross-reference
     unit_margin: float = 0.0  # the units channel's margin of its first document over its second
+    unit_rank: int | None = None  # that channel's rank of the top hit's document (None: not there)
 
 
 @dataclass(frozen=True)

@@ -336,7 +336,8 @@ def test_the_units_channels_rank_and_margin_reach_the_evidence(config: Config) -
     shed note (`replace`) second; the band sees that rank and the channel's margin of its first
     document over its second (the scores the hits carry from it); a query only one document
     answers has margin 1. Beside the semantic side the channel is a lift of the lexical
-    evidence, not a ranked channel: no hit carries a units rank there."""
+    evidence, not a ranked channel: no hit carries a units rank there, but the band still sees
+    the channel's rank of the top hit's document."""
     result = rag_service.search(config, "replace the printer queue", mode="lexical")
     ev = confidence.evidence(result)
     top = result.hits[0]
@@ -349,10 +350,12 @@ def test_the_units_channels_rank_and_margin_reach_the_evidence(config: Config) -
     alone = rag_service.search(config, "sharpen the lawn mower blade", mode="lexical")
     assert {h.path for h in alone.hits} == {"lawn.md"}
     assert confidence.evidence(alone).unit_margin == 1.0
-    hybrid = confidence.evidence(
-        rag_service.search(config, "replace the printer queue", mode="hybrid")
-    )
-    assert hybrid.unit_rank is None
+    searched = rag_service.search(config, "replace the printer queue", mode="hybrid")
+    hybrid = confidence.evidence(searched)
+    assert not any("units" in h.channels for h in searched.hits)
+    assert searched.hits[0].path == "printer.md"
+    assert hybrid.units_ran and hybrid.unit_rank == 1
+    assert hybrid.unit_margin == pytest.approx(ev.unit_margin)
 
 
 def test_the_units_margin_is_over_the_second_document() -> None:
@@ -405,3 +408,26 @@ def test_two_passages_of_the_top_document_leading_is_the_second_lexical_route(
     assert confidence.band(below) == "medium"
     other = replace(own, margin=own.doc_margin)  # the runner-up is another document's
     assert confidence.band(other, margin_high_lexical=own.doc_margin + 0.01) == "medium"
+
+
+def test_beside_the_semantic_side_the_units_channel_can_back_or_veto_high(config: Config) -> None:
+    """Hybrid mode: a top document the units channel ranks first by a margin of its own reaches
+    `high` on a narrower fused margin (unit_route_hybrid), and one it ranks lower does not reach
+    it at all (unit_agree_hybrid); a query the channel did not run for is judged as before."""
+    ev = confidence.evidence(rag_service.search(config, "replace the printer queue", mode="hybrid"))
+    assert ev.cosine is not None and ev.units_ran and ev.unit_rank == 1
+    plain = {"unit_agree_hybrid": False, "unit_route_hybrid": None}
+    narrow = replace(ev, margin=0.06, doc_margin=0.06, semantic=False, unit_margin=0.3)
+    assert confidence.band(narrow, **plain) == "medium"
+    route = {"unit_agree_hybrid": False, "unit_route_hybrid": (0.2, 0.05)}
+    assert confidence.band(narrow, **route) == "high"
+    assert confidence.band(replace(narrow, unit_rank=2), **route) == "medium"
+    assert confidence.band(replace(narrow, unit_margin=0.1), **route) == "medium"
+    assert confidence.band(replace(narrow, margin=0.04), **route) == "medium"
+    assert confidence.band(ev, **plain) == "high"
+    second = replace(ev, unit_rank=2)
+    assert confidence.band(second, **plain) == "high"
+    assert confidence.band(second, unit_agree_hybrid=True, unit_route_hybrid=None) == "medium"
+    alone = replace(second, units_ran=False, unit_rank=None, unit_margin=0.0)
+    assert confidence.band(alone, unit_agree_hybrid=True, unit_route_hybrid=(0.0, 0.0)) == "high"
+    assert confidence.band(replace(alone, semantic=False), unit_route_hybrid=(0.0, 0.0)) == "medium"

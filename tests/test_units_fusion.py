@@ -5,6 +5,7 @@ bounded lift of the lexical evidence that keeps the order inside a document
 
 from __future__ import annotations
 
+import math
 from contextlib import closing
 from pathlib import Path
 
@@ -17,11 +18,12 @@ from helpers.config import Config
 from helpers.lexical.channels import passage_holds_all
 from helpers.lexical.common import ChannelResult, Filters, SearchContext
 from helpers.lexical.query_terms import Query
-from helpers.lexical.units import corrected_maxp, unit_counts, unit_weight
+from helpers.lexical.units import corrected_maxp, tail_factors, unit_counts, unit_weight
 from helpers.ranking import fusion
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     UNIT_HYBRID_LIFT,
+    UNIT_HYBRID_TAIL,
     UNIT_LIFT_SPREAD,
     UNIT_LIFT_TOGETHER,
     UNIT_WEIGHT_SPREAD,
@@ -130,6 +132,26 @@ def test_the_hybrid_lift_keeps_the_order_and_ratio_of_a_documents_chunks() -> No
     assert lifted[4] / lifted[3] == pytest.approx(0.3 / 0.9)
     assert lifted[2] / lifted[1] == pytest.approx(0.5 / 1.0)
     assert lifted[1] == pytest.approx(1.25 / 1.35)
+
+
+def test_the_hybrid_lift_reads_the_unit_score_on_the_tails_scale(synced: Config) -> None:
+    # Twelve documents whose unit scores are within 10 % of each other (12.0, 11.9, ... 10.9):
+    # relative to the best, the second's factor is 99 % of the first's; on the tail's scale
+    # (mean excess over the last: 0.55) it is 1 + L x exp(-0.1 / 0.55) against 1 + L.
+    ctx = _context(synced, "osprey columns totals")
+    with closing(ctx.conn):
+        weight = unit_weight(ctx, beside_semantic=True)
+    assert weight.hybrid_tail is UNIT_HYBRID_TAIL is True
+    scores = [12.0 - i / 10 for i in range(12)]
+    units = ChannelResult("units", [(i + 1, score) for i, score in enumerate(scores)])
+    evidence = {cid: 1.0 for cid in range(1, 13)}  # the passages cannot tell them apart
+    relative = fusion.unit_lift(evidence, units, weight.hybrid_lift)
+    tail = fusion.unit_lift(evidence, units, weight.hybrid_lift, tail_factors)
+    assert relative[2] > 0.99 * relative[1]
+    lift = weight.hybrid_lift
+    assert tail[1] == 1.0
+    assert tail[2] == pytest.approx((1 + lift * math.exp(-0.1 / 0.55)) / (1 + lift))
+    assert tail[12] < tail[2] < 0.99 * tail[1]
 
 
 def test_no_lift_leaves_the_lexical_evidence_as_it_was() -> None:

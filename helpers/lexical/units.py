@@ -28,6 +28,7 @@ from helpers.ranking.confidence import coverage
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
     UNIT_HYBRID_LIFT,
+    UNIT_HYBRID_TAIL,
     UNIT_LIFT_SPREAD,
     UNIT_LIFT_TOGETHER,
     UNIT_RRF_K_SPREAD,
@@ -67,7 +68,8 @@ class UnitWeight:
     the lift reads the unit score on the tail's scale (tail_factors), else relative to the best
     (fusion.unit_factors); `spread_k`: the channel's RRF constant when the first passage holds
     under `cover_below` of the content words (None: RRF_K), so the pages it ranks first stand
-    out from the passage channels' correlated votes (bench/notes/k-spread.md)."""
+    out from the passage channels' correlated votes (bench/notes/k-spread.md); `hybrid_tail`:
+    the hybrid lift reads the unit score on the tail's scale too."""
 
     rrf: float
     lift: float
@@ -75,6 +77,7 @@ class UnitWeight:
     cover_below: float | None = None
     tail: bool = False
     spread_k: float | None = None
+    hybrid_tail: bool = False
 
 
 _LANGUAGES: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -243,6 +246,24 @@ def channel_units(ctx: SearchContext, found: Iterable[int] = ()) -> ChannelResul
     return ChannelResult("units", ranked, ranks=tuple(ranks))
 
 
+def document_rank(
+    conn: sqlite3.Connection, units: ChannelResult | None, chunk_id: int
+) -> int | None:
+    """The units channel's rank of the document of `chunk_id` (None: the channel did not rank
+    it). Beside the semantic side the top hit may be a passage no lexical channel found, so
+    the channel holds other chunks of its document, or none."""
+    if units is None or not units.ranked:
+        return None
+    ranks = units.ranks or tuple(range(1, len(units.ranked) + 1))
+    by_chunk = dict(zip((cid for cid, _ in units.ranked), ranks, strict=True))
+    if chunk_id in by_chunk:
+        return by_chunk[chunk_id]
+    documents = documents_of(conn, [chunk_id, *by_chunk])
+    wanted = documents.get(chunk_id)
+    found = [by_chunk[cid] for cid, doc in documents.items() if cid != chunk_id and doc == wanted]
+    return min(found) if wanted is not None and found else None
+
+
 def unit_weight(ctx: SearchContext, beside_semantic: bool = False) -> UnitWeight:
     """The units channel's weight for this query (bench/notes/k-fuse.md, lex-gap.md): a question
     keeps the plain channel (its answer is a passage); otherwise, beside the semantic side, the
@@ -254,7 +275,7 @@ def unit_weight(ctx: SearchContext, beside_semantic: bool = False) -> UnitWeight
     if ctx.query.question:
         return UnitWeight(plain, 0.0, 0.0)
     if beside_semantic:
-        return UnitWeight(plain, 0.0, UNIT_HYBRID_LIFT)
+        return UnitWeight(plain, 0.0, UNIT_HYBRID_LIFT, hybrid_tail=UNIT_HYBRID_TAIL)
     if passage_holds_all(ctx):
         return UnitWeight(plain, UNIT_LIFT_TOGETHER, UNIT_HYBRID_LIFT)
     return UnitWeight(

@@ -39,8 +39,10 @@ from helpers.ranking.constants import (
     MARGIN_HIGH_LEXICAL,
     OWN_MARGIN_LEXICAL,
     POINTER_MAX_HIGH,
+    UNIT_AGREE_HYBRID,
     UNIT_AGREE_LEXICAL,
     UNIT_MARGIN_LEXICAL,
+    UNIT_ROUTE_HYBRID,
 )
 from helpers.results import Hit, SearchResult
 from helpers.text.normalize import fold
@@ -64,8 +66,10 @@ __all__ = [
     "MARGIN_HIGH_LEXICAL",
     "OWN_MARGIN_LEXICAL",
     "POINTER_MAX_HIGH",
+    "UNIT_AGREE_HYBRID",
     "UNIT_AGREE_LEXICAL",
     "UNIT_MARGIN_LEXICAL",
+    "UNIT_ROUTE_HYBRID",
     "Evidence",
     "assess",
     "band",
@@ -134,7 +138,7 @@ def evidence(result: SearchResult) -> Evidence:
         doc_lexical_rank=_best_rank(own, lexical=True),
         doc_semantic_rank=_best_rank(own, lexical=False),
         units_ran="units" in result.channels_used,
-        unit_rank=top.channels["units"].rank if "units" in top.channels else None,
+        unit_rank=top.channels["units"].rank if "units" in top.channels else result.top.unit_rank,
         unit_margin=result.top.unit_margin,
     )
 
@@ -205,10 +209,14 @@ def band(
     unit_margin_lexical: float = UNIT_MARGIN_LEXICAL,
     full_coverage_lexical: bool = FULL_COVERAGE_LEXICAL,
     own_margin_lexical: float | None = OWN_MARGIN_LEXICAL,
+    unit_agree_hybrid: bool = UNIT_AGREE_HYBRID,
+    unit_route_hybrid: tuple[float, float] | None = UNIT_ROUTE_HYBRID,
 ) -> str:
     """low when neither side really matched; high for a top hit that is neither a hub nor a
     pointer to the answer and is a clear winner the semantic side agrees with, or a narrower
-    winner both sides put at their top; without a semantic side, a clear lexical winner by the
+    winner both sides put at their top, or (unit_route_hybrid) a winner whose document the units
+    channel ranks first by a margin of its own; (unit_agree_hybrid) never one whose document it
+    ranks lower; without a semantic side, a clear lexical winner by the
     lexical rules; else medium. The keyword arguments are for calibration
     (bench/bench_confidence.py); search uses the constants."""
     if ev.hits == 0:
@@ -235,6 +243,10 @@ def band(
             own_margin_lexical,
         )
     margin = ev.doc_margin if margin_by_document else ev.margin
+    if _unit_route(ev, margin, unit_route_hybrid):
+        return "high"
+    if ev.units_ran and unit_agree_hybrid and ev.unit_rank != 1:
+        return "medium"
     if agree_by_document:
         rank = ev.doc_semantic_rank
         semantic_agrees = rank is not None and rank <= AGREE_RANK
@@ -248,6 +260,14 @@ def band(
     if margin_agreed is not None and margin >= margin_agreed and both_agree and sure:
         return "high"
     return "medium"
+
+
+def _unit_route(ev: Evidence, margin: float, route: tuple[float, float] | None) -> bool:
+    """The units channel ran and ranks the top hit's document first by at least route[0] of its
+    own margin, and the fused margin is at least route[1]."""
+    if route is None or not ev.units_ran or ev.unit_rank != 1:
+        return False
+    return ev.unit_margin >= route[0] and margin >= route[1]
 
 
 def _lexical_band(

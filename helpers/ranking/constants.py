@@ -114,6 +114,15 @@ FULL_COVERAGE_LEXICAL = False  # every content word in the top section: adds not
 # A second lexical route: a margin of 0.2 over the first other document suffices when the
 # runner-up is a passage of the top document (two of its passages lead); None: no such route.
 OWN_MARGIN_LEXICAL: float | None = 0.2
+# Studied and off: beside the semantic side, when the units channel (whole pages) ran,
+# UNIT_AGREE_HYBRID asks that it rank the top hit's document first for any `high` (a page-level
+# BM25 that names another document is a disagreement neither side's margin shows);
+# UNIT_ROUTE_HYBRID is a route to `high` for a top document it ranks first with (its own margin,
+# the fused margin) at least these (None: no such route). The first raises the precision of
+# `high` on every keyword set by 0.05-0.11 but cuts its share by ~0.10; no route measured gives
+# the share back at that precision (bench/notes/hyb-units.md).
+UNIT_AGREE_HYBRID = False
+UNIT_ROUTE_HYBRID: tuple[float, float] | None = None
 
 # -- lexical channels, pointer prior, term proximity (helpers.lexical) -------------------------
 # Candidates each lexical channel contributes to fusion (helpers.lexical.common and channels).
@@ -185,4 +194,10 @@ UNIT_LIFT_TOGETHER = 0.5
 # a question: one factor per document keeps the order of its chunks, so the lexical margin
 # the mix reads (a channel score gave each chunk of the top document full weight and flattened
 # it: bench/notes/u-lex.md, "Hybrid"). Leave-one-set-out over ten hybrid sets; none is lowered.
-UNIT_HYBRID_LIFT = 6.0
+# The factor reads the document's unit score on the tail's scale (UNIT_HYBRID_TAIL;
+# helpers.lexical.units.tail_factors: 1 + LIFT for the top document, falling by a factor e per
+# tail scale below it) rather than relative to the best document's, which left the first dozen
+# documents of a keyword query within a few per cent of each other; leave-one-set-out over the
+# hybrid sets again picks the tail with LIFT 2 (bench/notes/hyb-units.md).
+UNIT_HYBRID_LIFT = 2.0
+UNIT_HYBRID_TAIL = True

@@ -6,6 +6,8 @@ of the mix follows how decisive each side is (the gap between its top two sectio
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from helpers.lexical.common import ChannelResult
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
@@ -104,11 +106,17 @@ def unit_factors(units: ChannelResult, lift: float) -> dict[int, float]:
     return {cid: 1.0 + lift * max(score, 0.0) / top for cid, score in units.ranked}
 
 
-def unit_lift(evidence: dict[int, float], units: ChannelResult, lift: float) -> dict[int, float]:
-    """Per chunk: its lexical evidence x its unit factor (unit_factors), rescaled to a best of
-    1; chunks the units channel did not rank keep theirs. Unlike a channel score, which gives
-    each chunk of the top document the same full share, the passage margin survives."""
-    factors = unit_factors(units, lift)
+def unit_lift(
+    evidence: dict[int, float],
+    units: ChannelResult,
+    lift: float,
+    factors_of: Callable[[ChannelResult, float], dict[int, float]] | None = None,
+) -> dict[int, float]:
+    """Per chunk: its lexical evidence x its unit factor (`factors_of`, default unit_factors),
+    rescaled to a best of 1; chunks the units channel did not rank keep theirs. Unlike a channel
+    score, which gives each chunk of the top document the same full share, the passage margin
+    survives."""
+    factors = (factors_of or unit_factors)(units, lift)
     if not factors or not evidence:
         return evidence
     lifted = {cid: value * factors.get(cid, 1.0) for cid, value in evidence.items()}
