@@ -6,19 +6,19 @@ over the lift instead (bench/notes/k-fuse.md)."""
 # ruff: noqa: E402, SIM115  (lab script, run from the repo root)
 
 import json
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lex-gap"))
+import labkit
+
 import rag_search
-from helpers.eval import metrics as em
 from helpers.lexical.channels import passage_holds_all
 from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query
 from helpers.lexical.units import UnitWeight, content_tokens
-from helpers.store.fold_sql import register_fold
 
 SET, IDX, OUT = sys.argv[1], sys.argv[2], sys.argv[3]
 HYBRID = len(sys.argv) > 4 and sys.argv[4] == "hybrid"
@@ -28,33 +28,11 @@ else:  # key: the RRF weight (no lift), or "L<lift>": RRF weight 1 and the lift
     VARIANTS = {str(w): UnitWeight(w, 0.0, 0.0) for w in (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)}
     VARIANTS |= {f"L{v}": UnitWeight(1.0, v, 0.0) for v in (0.25, 0.5, 1.0, 2.0)}
 TOP_K = 30  # rag_eval's search_top_k
-if SET == "debian-pdf":
-    GOLDEN = "/work/idx/dpdf/set/golden.json"
-elif SET.startswith(("lohelp", "pyindex")):
-    GOLDEN = f"/work/idx/kw/{SET}/golden.json"
-else:
-    GOLDEN = f"/work/shared/eval/{SET}/golden.json"
-golden = json.load(open(GOLDEN))
-conn = sqlite3.connect(f"file:{IDX}/index.sqlite3?mode=ro", uri=True)
-conn.row_factory = sqlite3.Row
-register_fold(conn)
+golden = labkit.golden(SET)
+conn = labkit.read_index(IDX)
 
 memo: dict[tuple[str, str], object] = {}
-
-
-def memoised(name, fn):
-    def run(ctx, *args):
-        key = (ctx.query.raw, name)
-        if key not in memo:
-            memo[key] = fn(ctx, *args)
-        return memo[key]
-
-    return run
-
-
-for _name, _fn in list(rag_search.LEXICAL_CHANNELS.items()):
-    rag_search.LEXICAL_CHANNELS[_name] = memoised(_name, _fn)
-rag_search.channel_units = memoised("units", rag_search.channel_units)
+labkit.memoise_channels(rag_search, memo)
 base_channels = tuple(c for c in rag_search.LEXICAL_CHANNELS if c != "units")
 semantic_of: dict[str, list[tuple[int, float]]] = {}
 if HYBRID:
@@ -70,24 +48,14 @@ if HYBRID:
 
 
 def ranks(q, channels, weight):
-    rag_search.unit_weight = lambda ctx: weight
+    rag_search.unit_weight = lambda ctx, beside=False: weight
     semantic = None
     mode = "lexical"
     if HYBRID:
         mode = "hybrid"
         semantic = semantic_of[q["query"]]
     options = rag_search.SearchOptions(top_k=TOP_K, channels=channels, mode=mode, semantic=semantic)
-    res = rag_search.search(conn, q["query"], options)
-    docs = em.distinct_documents(h.path for h in res.hits)
-    rel = q["relevant"]
-    paths = [x if isinstance(x, str) else x["path"] for x in rel]
-    doc = em.first_relevant_rank(docs, paths)
-    unit = None
-    if isinstance(rel[0], dict) and rel[0].get("location"):
-        unit, _ = em.first_relevant_unit_rank(
-            [(h.path, h.location) for h in res.hits], [(x["path"], x["location"]) for x in rel]
-        )
-    return [doc, unit]
+    return labkit.relevant_ranks(rag_search.search(conn, q["query"], options), q)
 
 
 done = json.load(open(OUT)) if Path(OUT).exists() else []  # in golden order: fill it up

@@ -7,31 +7,25 @@ lexical side's spread lift reads it), LIFT the factor's L (bench/notes/hyb-units
 # ruff: noqa: E402, SIM115  (lab script, run from the repo root)
 
 import json
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import labkit
+
 import rag_search
 from helpers.config import Config
-from helpers.eval import metrics as em
 from helpers.lexical import units as U
 from helpers.lexical.common import Filters
 from helpers.ranking import fusion
-from helpers.store.fold_sql import register_fold
 
 SET, IDX, DOCS, OUT = sys.argv[1:5]
 VARIANTS = sys.argv[5:]
 TOP_K = 30  # rag_eval's search_top_k
-if SET.startswith(("lohelp", "pyindex", "x-")):
-    GOLDEN = f"/work/idx/kw/{SET}/golden.json"
-else:
-    GOLDEN = f"/work/shared/eval/{SET}/golden.json"
-golden = json.load(open(GOLDEN))
-conn = sqlite3.connect(f"file:{IDX}/index.sqlite3?mode=ro", uri=True)
-conn.row_factory = sqlite3.Row
-register_fold(conn)
+golden = labkit.golden(SET)
+conn = labkit.read_index(IDX)
 config = Config(
     knowledge_dir=Path(DOCS),
     data_dir=Path(IDX),
@@ -40,21 +34,7 @@ config = Config(
     read_only=True,
 )
 memo: dict = {}
-
-
-def memoised(name, fn):
-    def run(ctx, *args):
-        key = (ctx.query.raw, name)
-        if key not in memo:
-            memo[key] = fn(ctx, *args)
-        return memo[key]
-
-    return run
-
-
-for _name, _fn in list(rag_search.LEXICAL_CHANNELS.items()):
-    rag_search.LEXICAL_CHANNELS[_name] = memoised(_name, _fn)
-rag_search.channel_units = memoised("units", rag_search.channel_units)
+labkit.memoise_channels(rag_search, memo)
 relative = fusion.unit_factors
 STATE: dict = {}
 
@@ -78,17 +58,7 @@ def ranks(q):
         assert hits is not None, why_not
         semantic_of[q["query"]] = hits
     options = rag_search.SearchOptions(top_k=TOP_K, mode="hybrid", semantic=semantic_of[q["query"]])
-    res = rag_search.search(conn, q["query"], options)
-    docs = em.distinct_documents(h.path for h in res.hits)
-    rel = q["relevant"]
-    paths = [x if isinstance(x, str) else x["path"] for x in rel]
-    doc = em.first_relevant_rank(docs, paths)
-    unit = None
-    if isinstance(rel[0], dict) and rel[0].get("location"):
-        unit, _ = em.first_relevant_unit_rank(
-            [(h.path, h.location) for h in res.hits], [(x["path"], x["location"]) for x in rel]
-        )
-    return [doc, unit]
+    return labkit.relevant_ranks(rag_search.search(conn, q["query"], options), q)
 
 
 out = json.load(open(OUT)) if Path(OUT).exists() else {}

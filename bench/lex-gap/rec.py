@@ -13,50 +13,31 @@ for bench/lex-gap/loso.py's gate and bench/lex-gap/kgate.py."""
 
 import json
 import math
-import sqlite3
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import labkit
+
 import rag_search
-from helpers.eval import metrics as em
 from helpers.lexical import units as U
 from helpers.lexical.channels import passage_holds_all
 from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query
 from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage
-from helpers.store.fold_sql import register_fold
 
 SET, IDX, OUT = sys.argv[1:4]
 VARIANTS = sys.argv[4:]
 TOP_K = 30
-if SET == "debian-pdf":
-    GOLDEN = "/tmp/lg/dpdf-set/golden.json"
-elif SET.startswith(("lohelp", "pyindex")):
-    GOLDEN = f"/work/idx/kw/{SET}/golden.json"
-else:
-    GOLDEN = f"/work/shared/eval/{SET}/golden.json"
-golden = json.load(open(GOLDEN))
-conn = sqlite3.connect(f"file:{IDX}/index.sqlite3?mode=ro", uri=True)
-conn.row_factory = sqlite3.Row
-register_fold(conn)
+golden = labkit.golden(SET)
+conn = labkit.read_index(IDX)
 memo: dict = {}
 
 
-def memoised(name, fn):
-    def run(ctx, *args):
-        key = (ctx.query.raw, name)
-        if key not in memo:
-            memo[key] = fn(ctx, *args)
-        return memo[key]
-
-    return run
-
-
-for _name, _fn in list(rag_search.LEXICAL_CHANNELS.items()):
-    rag_search.LEXICAL_CHANNELS[_name] = memoised(_name, _fn)
+labkit.memoise_channels(rag_search, memo)
 raw_units = U.channel_units
 holds = {}
 STATE = {}
@@ -170,16 +151,7 @@ def ranks(q):
     if STATE["feat"]:
         return features(q)
     res = rag_search.search(conn, q["query"], rag_search.SearchOptions(top_k=TOP_K))
-    docs = em.distinct_documents(h.path for h in res.hits)
-    rel = q["relevant"]
-    paths = [x if isinstance(x, str) else x["path"] for x in rel]
-    doc = em.first_relevant_rank(docs, paths)
-    unit = None
-    if isinstance(rel[0], dict) and rel[0].get("location"):
-        unit, _ = em.first_relevant_unit_rank(
-            [(h.path, h.location) for h in res.hits], [(x["path"], x["location"]) for x in rel]
-        )
-    return [doc, unit]
+    return labkit.relevant_ranks(res, q)
 
 
 out = json.load(open(OUT)) if Path(OUT).exists() else {}

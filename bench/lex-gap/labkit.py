@@ -1,0 +1,73 @@
+"""What the per-query lab scripts share (rec.py, hrec.py here, bench/k-fuse/rec.py): channels
+run once per query, and a result's document and page rank of the relevant answer."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from helpers.eval import metrics as em
+from helpers.store.fold_sql import register_fold
+
+
+def memoised(memo: dict, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(ctx, ...)` computed once per query text and channel name."""
+
+    def run(ctx: Any, *args: Any) -> Any:
+        key = (ctx.query.raw, name)
+        if key not in memo:
+            memo[key] = fn(ctx, *args)
+        return memo[key]
+
+    return run
+
+
+def memoise_channels(rag_search: Any, memo: dict) -> None:
+    """Every lexical channel of rag_search (and the units channel's own name) memoised."""
+    for name, fn in list(rag_search.LEXICAL_CHANNELS.items()):
+        rag_search.LEXICAL_CHANNELS[name] = memoised(memo, name, fn)
+    rag_search.channel_units = memoised(memo, "units", rag_search.channel_units)
+
+
+def relevant_ranks(result: Any, query: dict) -> list[int | None]:
+    """[the relevant document's rank, the relevant page's rank (None without locations)]."""
+    docs = em.distinct_documents(h.path for h in result.hits)
+    rel = query["relevant"]
+    paths = [x if isinstance(x, str) else x["path"] for x in rel]
+    doc = em.first_relevant_rank(docs, paths)
+    unit = None
+    if isinstance(rel[0], dict) and rel[0].get("location"):
+        unit, _ = em.first_relevant_unit_rank(
+            [(h.path, h.location) for h in result.hits],
+            [(x["path"], x["location"]) for x in rel],
+        )
+    return [doc, unit]
+
+
+# Where this session's sets live (bench/build_keyword_eval.py, bench/build_pdf_eval.py output).
+KEYWORD_ROOT = "/work/idx/kw"
+PDF_GOLDEN = "/tmp/lg/dpdf-set/golden.json"
+SHARED_EVAL = "/work/shared/eval"
+
+
+def golden(name: str) -> dict:
+    """The golden set `name`: a built keyword or cross set, debian-pdf, else ../shared/eval."""
+    if name == "debian-pdf":
+        path = PDF_GOLDEN
+    elif name.startswith(("lohelp", "pyindex", "x-")):
+        path = f"{KEYWORD_ROOT}/{name}/golden.json"
+    else:
+        path = f"{SHARED_EVAL}/{name}/golden.json"
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def read_index(data_dir: str) -> sqlite3.Connection:
+    """A read-only connection to DATA_DIR/index.sqlite3 as search opens one (rows by name, the
+    fold function registered)."""
+    conn = sqlite3.connect(f"file:{data_dir}/index.sqlite3?mode=ro", uri=True)
+    conn.row_factory = sqlite3.Row
+    register_fold(conn)
+    return conn
