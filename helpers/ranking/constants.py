@@ -193,11 +193,12 @@ UNIT_LIFT_TOGETHER = 0.5
 # on the lexical evidence (fusion.unit_lift), for every query of 2-6 content words that is not
 # a question: one factor per document keeps the order of its chunks, so the lexical margin
 # the mix reads (a channel score gave each chunk of the top document full weight and flattened
-# it: bench/notes/u-lex.md, "Hybrid"). Leave-one-set-out over ten hybrid sets; none is lowered.
+# it: bench/notes/u-lex.md, "Hybrid"). Leave-one-set-out over ten hybrid sets.
 # The factor reads the document's unit score on the tail's scale (UNIT_HYBRID_TAIL;
 # helpers.lexical.units.tail_factors: 1 + LIFT for the top document, falling by a factor e per
 # tail scale below it) rather than relative to the best document's, which left the first dozen
 # documents of a keyword query within a few per cent of each other; leave-one-set-out over the
-# hybrid sets again picks the tail with LIFT 2 (bench/notes/hyb-units.md).
+# hybrid sets picks the tail with LIFT 2 on every fold (it and manru lose 0.005 and 0.003 held
+# out, nine sets gain up to 0.015: bench/notes/hyb-units.md).
 UNIT_HYBRID_LIFT = 2.0
 UNIT_HYBRID_TAIL = True
