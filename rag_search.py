@@ -55,7 +55,7 @@ from helpers.lexical.common import (
 from helpers.lexical.filename import channel_filename
 from helpers.lexical.ocr_fuzzy import channel_fuzzy
 from helpers.lexical.pointers import PointerPrior, apply_pointer_prior
-from helpers.lexical.proximity import scaled_evidence, section_proximity
+from helpers.lexical.proximity import section_proximity
 from helpers.lexical.query_terms import Query
 from helpers.lexical.snippet import make_snippet
 from helpers.lexical.units import (
@@ -70,7 +70,6 @@ from helpers.lexical.units import (
     unit_weight,
 )
 from helpers.lexical.variants import channel_variants
-from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage, unit_margin
 from helpers.ranking.constants import (
     CHANNEL_WEIGHTS,
@@ -79,6 +78,7 @@ from helpers.ranking.constants import (
     SEMANTIC_DISTINCT,
     TIE_WINDOW_PER_HIT,
 )
+from helpers.ranking.fusion import hybrid_fuse, rrf_fuse
 from helpers.results import ChannelRank, Hit, MatchedChild, SearchResult, TopMatch
 from helpers.store.batched import rows_in
 from helpers.store.codec import child_location, section_text, text_digest
@@ -177,33 +177,6 @@ def _semantic_candidates(
     return hits, None
 
 
-def rrf_fuse(
-    results: list[ChannelResult],
-    weights: dict[str, float],
-    tie_key: Callable[[int], tuple[object, ...]] | None = None,
-    constants: dict[str, float] | None = None,
-) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """(chunk id, fused score, per-channel rank) sorted by score; ties by `tie_key` (path, then
-    position in the file, when search() supplies it), else by chunk id. `constants`: a
-    channel's own RRF constant instead of RRF_K, its weight scaled so that its rank 1 counts
-    the same (a smaller constant only makes its lower ranks count less)."""
-    fused: dict[int, float] = {}
-    ranks: dict[int, dict[str, ChannelRank]] = {}
-    for result in results:
-        weight = weights.get(result.name, 1.0) * result.coverage
-        k = (constants or {}).get(result.name, RRF_K)
-        weight *= (k + 1) / (RRF_K + 1)
-        for position, (chunk_id, score) in enumerate(result.ranked, start=1):
-            rank = result.ranks[position - 1] if result.ranks else position
-            fused[chunk_id] = fused.get(chunk_id, 0.0) + weight / (k + rank)
-            ranks.setdefault(chunk_id, {})[result.name] = ChannelRank(rank, score)
-    order = tie_key or (lambda cid: (cid,))
-    return sorted(
-        ((cid, score, ranks[cid]) for cid, score in fused.items()),
-        key=lambda x: (-round(x[1], 12), order(x[0])),
-    )
-
-
 def fuse_channels(
     results: list[ChannelResult],
     section_of: Callable[[list[int]], dict[int, int]] | None = None,
@@ -240,7 +213,7 @@ def fuse_channels(
             return fused
         return apply_hub_prior(fused, hubs_of([cid for cid, _, _ in fused]))
     lift = units.hybrid_lift if units is not None else 0.0
-    tail = units is not None and units.hybrid_tail
+    tail = tail_factors if units is not None and units.hybrid_tail else None
     return hybrid_fuse(
         lexical, semantic[0], section_of, hubs_of, sizes_of, proximity_of, lift, tail
     )
@@ -269,76 +242,6 @@ def _unit_lifted(
         return fused
     lifted = [(cid, score * factors.get(cid, 1.0), ranks) for cid, score, ranks in fused]
     return sorted(lifted, key=lambda x: (-round(x[1], 12), x[0]))
-
-
-def hybrid_fuse(
-    lexical: list[ChannelResult],
-    semantic: ChannelResult,
-    section_of: Callable[[list[int]], dict[int, int]],
-    hubs_of: Callable[[list[int]], dict[int, float]] | None = None,
-    sizes_of: Callable[[list[int]], dict[int, int]] | None = None,
-    proximity_of: Callable[[list[int]], dict[int, float]] | None = None,
-    unit_lift: float = 0.0,
-    unit_tail: bool = False,
-) -> list[tuple[int, float, dict[str, ChannelRank]]]:
-    """Convex combination per parent section of lexical evidence and normalised cosine, with
-    the lexical share chosen per query (fusion.hybrid_share).
-
-    Fusing per section, not per chunk, lets the two sides agree when they picked different
-    chunks of the same passage. Each side keeps its best chunk per section; the section is
-    represented by the lexical chunk when there is one (its snippet shows the query words).
-    The hub prior lowers hub sections on each side before the mix, and each side is scaled
-    back to a best of 1: a hub falls behind sections that match about as well on that side,
-    but when only hubs hold the query's words it keeps the full lexical weight. The units
-    channel is no channel here but a lift of the lexical evidence (fusion.unit_lift; with
-    `unit_tail`, its factor on the tail's scale, units.tail_factors).
-    """
-    units = next((r for r in lexical if r.name == "units"), None)
-    lexical = [r for r in lexical if r.name != "units"]
-    lex_ranked = rrf_fuse(lexical, CHANNEL_WEIGHTS)
-    evidence = fusion.lexical_evidence(lexical)
-    if units is not None:
-        evidence = fusion.unit_lift(evidence, units, unit_lift, tail_factors if unit_tail else None)
-    if proximity_of is not None:  # words that stand together (helpers.lexical.proximity)
-        ordered = sorted(evidence, key=lambda cid: (-evidence[cid], cid))
-        evidence = scaled_evidence(evidence, proximity_of(ordered))
-    sections = section_of([cid for cid, _, _ in lex_ranked] + [cid for cid, _ in semantic.ranked])
-    chosen: dict[int, int] = {}  # section -> representative chunk
-    ranks: dict[int, dict[str, ChannelRank]] = {}
-    lexical_best: dict[int, float] = {}
-    for cid, _score, channel_ranks in lex_ranked:
-        section = sections.get(cid)
-        value = evidence.get(cid, 0.0)
-        if section is None or value <= lexical_best.get(section, -1.0):
-            continue
-        lexical_best[section] = value
-        chosen[section] = cid
-        ranks[section] = dict(channel_ranks)
-    cosines: dict[int, list[float]] = {}  # section -> its candidate children's cosines, best first
-    for rank, (cid, cosine) in enumerate(semantic.ranked, start=1):
-        section = sections.get(cid)
-        if section is None:
-            continue
-        if section not in cosines:  # ranked best first: the section's best chunk comes first
-            chosen.setdefault(section, cid)
-            ranks.setdefault(section, {})["semantic"] = ChannelRank(rank, cosine)
-        cosines.setdefault(section, []).append(cosine)
-    section_hub: dict[int, float] = {}
-    if hubs_of is not None:
-        hubs = hubs_of(list(chosen.values()))
-        section_hub = {sec: hubs.get(cid, 0.0) for sec, cid in chosen.items()}
-    sizes = (
-        sizes_of([sec for sec, values in cosines.items() if len(values) > 1]) if sizes_of else {}
-    )
-    cosine_best = fusion.semantic_sections(cosines, section_hub, sizes)
-    if hubs_of is not None:
-        lexical_best = fusion.lowered_side(lexical_best, section_hub)
-        cosine_best = fusion.lowered_side(cosine_best, section_hub)
-    combined = fusion.mix(lexical_best, cosine_best)
-    return sorted(
-        ((chosen[sec], score, ranks[sec]) for sec, score in combined.items()),
-        key=lambda x: (-round(x[1], 12), x[0]),
-    )
 
 
 def apply_hub_prior(

@@ -198,7 +198,7 @@ UNIT_LIFT_TOGETHER = 0.5
 # helpers.lexical.units.tail_factors: 1 + LIFT for the top document, falling by a factor e per
 # tail scale below it) rather than relative to the best document's, which left the first dozen
 # documents of a keyword query within a few per cent of each other; leave-one-set-out over the
-# hybrid sets picks the tail with LIFT 2 on every fold (it and manru lose 0.005 and 0.003 held
-# out, nine sets gain up to 0.015: bench/notes/hyb-units.md).
+# hybrid sets picks the tail with LIFT 2 on every fold (the held-out losses and gains are in
+# bench/notes/hyb-units.md).
 UNIT_HYBRID_LIFT = 2.0
 UNIT_HYBRID_TAIL = True
