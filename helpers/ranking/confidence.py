@@ -138,7 +138,7 @@ def evidence(result: SearchResult) -> Evidence:
         doc_lexical_rank=_best_rank(own, lexical=True),
         doc_semantic_rank=_best_rank(own, lexical=False),
         units_ran="units" in result.channels_used,
-        unit_rank=top.channels["units"].rank if "units" in top.channels else result.top.unit_rank,
+        unit_rank=result.top.unit_rank,  # rag_search reads the hit's own units rank first
         unit_margin=result.top.unit_margin,
     )
 
