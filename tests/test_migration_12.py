@@ -129,7 +129,7 @@ def test_a_schema_11_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     monkeypatch.setattr(backfill, "FOLD_BACKFILL_ROWS", 3)
     monkeypatch.setattr(backfill.time, "sleep", pauses.append)
     with closing(index_db.open_index(old.db_path)) as conn:
-        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 15
         assert conn.execute("SELECT 1 FROM meta WHERE key = 'fold_chunks_next'").fetchone() is None
         assert not conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'doc_names_ai'"

@@ -520,6 +520,14 @@ ALTER TABLE units ADD COLUMN lang_runs TEXT NOT NULL DEFAULT '';
 """
 
 
+_UNIT_INSTANCES = """
+-- Each occurrence of a token in units_fts (an fts5vocab table: a view of the FTS5 index, no
+-- rows of its own): how often a unit holds each form of a query word whose forms differ by the
+-- units' languages, so the word is one BM25 term there (helpers.lexical.unit_words).
+CREATE VIRTUAL TABLE IF NOT EXISTS units_instances USING fts5vocab(units_fts, 'instance');
+"""
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, _BASE),
     Migration(2, _LEXICAL_CHANNELS),
@@ -535,6 +543,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
     MIGRATION_13,
     Migration(14, _LINE_LANGUAGES, backfill=rebuild_units),
+    Migration(15, _UNIT_INSTANCES),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -547,5 +556,6 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # helpers.lexical.units, which finds nothing without them; migration 12 changes how chunks.norm
 # is stored, not what it reads as, and this program's connections all register rag_fold;
 # semantic_code_sets and semantic_codes, see helpers.semantic.code_store, which encodes the
-# codes from the vectors without them; units.lang_runs is read only by writers).
+# codes from the vectors without them; units.lang_runs is read only by writers; units_instances,
+# see helpers.lexical.unit_words, which takes a word's best form in a unit without it).
 READABLE_FROM_VERSION = 2
