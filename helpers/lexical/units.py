@@ -39,7 +39,7 @@ from helpers.ranking.constants import (
 )
 from helpers.store.batched import rows_in
 from helpers.store.codec import section_text
-from helpers.store.units import unit_languages
+from helpers.store.units import rebuild_pending, unit_languages
 from helpers.text import cjk
 from helpers.text.unit_tokens import unit_tokens
 
@@ -148,7 +148,10 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
 
 def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, int, float]]:
     """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
-    applied; none on an index without units (schema older than 11, opened read-only)."""
+    applied; none on an index without units (schema older than 11, opened read-only) or while
+    they are being rebuilt (only some documents have units then)."""
+    if rebuild_pending(ctx.conn):
+        return []
     try:
         words = unit_words.query_words(
             _per_language(ctx.query, index_languages(ctx.conn)), _units_holding(ctx.conn)

@@ -18,11 +18,12 @@ from helpers.store.backfill import (
     COMPACT_SECTIONS,
     FOLD_CHUNKS,
     TRIGRAM_REBUILD,
+    UNITS_REBUILD,
     Resumable,
     backfill_cjk,
     backfill_hubs,
 )
-from helpers.store.units import rebuild_units
+from helpers.store.units import start_rebuild
 
 
 @dataclass(frozen=True)
@@ -515,7 +516,8 @@ _LINE_LANGUAGES = """
 -- The stemming language of each line of a unit (helpers.text.unit_tokens.encode_runs: '' when
 -- every line has units.lang, else runs 'language*lines'): a unit's tokens are recomputed from
 -- them, never from the language identifier again, when its row of units_fts is deleted.
--- The backfill rebuilds every unit with its lines stemmed each in its own language.
+-- The backfill rebuilds every unit with its lines stemmed each in its own language, batch by
+-- batch (helpers.store.units.start_rebuild).
 ALTER TABLE units ADD COLUMN lang_runs TEXT NOT NULL DEFAULT '';
 """
 
@@ -542,7 +544,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, _UNITS),  # its rows are written by migration 14's backfill
     Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
     MIGRATION_13,
-    Migration(14, _LINE_LANGUAGES, backfill=rebuild_units),
+    Migration(14, _LINE_LANGUAGES, backfill=start_rebuild, resumable=(UNITS_REBUILD,)),
     Migration(15, _UNIT_INSTANCES),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
