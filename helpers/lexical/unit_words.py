@@ -72,7 +72,8 @@ def ranked_by_words(
 ) -> list[tuple[int, int, float]]:
     """(unit id, document id, score) best first, ties by unit id, within `filters` (a WHERE
     fragment on documents `d` and its parameters): the sum over `words` of the word's IDF times
-    its saturated frequency in the unit."""
+    its saturated frequency in the unit. The words of one form are one FTS5 query together
+    (bm25() of their OR is that sum already); each form of the others one query of its own."""
     where, params = filters
     rows = conn.execute("SELECT COUNT(*) FROM units").fetchone()[0]
     sql = (
@@ -82,7 +83,12 @@ def ranked_by_words(
     )
     scores: dict[int, float] = {}
     document_of: dict[int, int] = {}
-    for word in words:
+    single = [word.forms[0][0] for word in words if len(word.forms) == 1]
+    if single:
+        for unit_id, doc_id, rank in conn.execute(sql, [fts_any(single), *params, UNIT_FORM_DEPTH]):
+            document_of[unit_id] = doc_id
+            scores[unit_id] = -rank
+    for word in (word for word in words if len(word.forms) > 1):
         saturated: dict[int, dict[str, float]] = {}  # unit -> form -> its saturated frequency
         for form, holding in word.forms:
             form_idf = fts5_idf(rows, holding)
