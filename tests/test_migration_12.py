@@ -17,7 +17,8 @@ from conftest import downgraded_copy, synced_written, undo_migration_12
 
 import rag_service
 from helpers.config import Config
-from helpers.store import backfill, index_db
+from helpers.lexical import units as lexical_units
+from helpers.store import backfill, index_db, units
 from helpers.store.fold_sql import FOLDED_MARK
 from helpers.store.read_only import connect_read_only
 from helpers.text.normalize import fold
@@ -117,6 +118,7 @@ def test_a_schema_11_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     with closing(sqlite3.connect(old.db_path)) as conn:
         assert index_db.schema_version(conn) == 11
         chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+        documents = conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
         copies = conn.execute("SELECT COUNT(*) FROM chunks WHERE norm_stored <> ''").fetchone()[0]
         triggers = {
             r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
@@ -128,14 +130,17 @@ def test_a_schema_11_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     pauses: list[float] = []
     monkeypatch.setattr(backfill, "FOLD_BACKFILL_ROWS", 3)
     monkeypatch.setattr(backfill.time, "sleep", pauses.append)
+    monkeypatch.setattr(units, "UNITS_REBUILD_BATCH_S", 60.0)  # batches by count here
     with closing(index_db.open_index(old.db_path)) as conn:
-        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 15
         assert conn.execute("SELECT 1 FROM meta WHERE key = 'fold_chunks_next'").fetchone() is None
         assert not conn.execute(
             "SELECT 1 FROM sqlite_master WHERE name = 'doc_names_ai'"
         ).fetchone()
         conn.execute("VACUUM")
-    assert len(pauses) == math.ceil(chunks / 3)  # one short transaction per batch
+    # One short transaction per batch: the folds, then migration 14's units.
+    units_batches = math.ceil(documents / units.UNITS_REBUILD_DOCUMENTS)
+    assert len(pauses) == math.ceil(chunks / 3) + units_batches
     assert _stored(old.db_path) == fresh
     _consistent(old.db_path)
     assert _answers(old) == answers
@@ -150,6 +155,9 @@ def test_a_half_converted_index_answers_the_same_and_a_killed_backfill_resumes(
     synced: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fresh, answers = _stored(synced.db_path), _answers(synced)
+    with monkeypatch.context() as patch:  # as the units channel answers while they are rebuilt
+        patch.setattr(lexical_units, "rebuild_pending", lambda _: True)
+        answers_without_units = _answers(synced)
     old = _schema_11_copy(synced, tmp_path / "old")
     monkeypatch.setattr(backfill, "FOLD_BACKFILL_ROWS", 3)
 
@@ -165,12 +173,13 @@ def test_a_half_converted_index_answers_the_same_and_a_killed_backfill_resumes(
     half = _stored(old.db_path)
     assert half != fresh  # some rows converted, some still copies
     _consistent(old.db_path)
-    assert _answers(old) == answers
+    assert _answers(old) == answers_without_units  # migration 14's units come after the folds
     monkeypatch.setattr(backfill.time, "sleep", lambda _: None)
     with closing(index_db.open_index(old.db_path)) as conn:
         index_db.run_backfills(conn)
     assert _stored(old.db_path) == fresh
     _consistent(old.db_path)
+    assert _answers(old) == answers
 
 
 def test_resyncs_renames_and_removals_keep_the_full_text_tables_consistent(synced: Config) -> None:

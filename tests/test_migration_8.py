@@ -17,6 +17,7 @@ import rag_service
 from helpers.config import Config
 from helpers.store import backfill as db_backfill
 from helpers.store import index_db
+from helpers.store import units as store_units
 from helpers.text.normalize import fold
 
 # Trigram-channel queries (a Thai word, an identifier the word index cannot express, a
@@ -70,10 +71,12 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
         tables = {r[0] for r in old.execute("SELECT name FROM sqlite_master")}
         chunks = old.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         sections = old.execute("SELECT COUNT(*) FROM sections").fetchone()[0]
+        documents = old.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
     assert "chunks_fts_content" in tables  # schema 7's own copy of the text
     pauses: list[float] = []
     monkeypatch.setattr(db_backfill, "TRIGRAM_BACKFILL_ROWS", 7)
     monkeypatch.setattr(db_backfill.time, "sleep", pauses.append)
+    monkeypatch.setattr(store_units, "UNITS_REBUILD_BATCH_S", 60.0)  # batches by count here
     with closing(index_db.open_index(db)) as conn:
         assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
         # one short transaction per batch: trigram rows, then migration 9's compaction
@@ -81,7 +84,8 @@ def test_a_schema_7_index_migrates_in_batches_to_one_copy_and_finds_the_same(
             chunks / db_backfill.COMPACT_CHUNK_ROWS
         )
         folds = math.ceil(chunks / db_backfill.FOLD_BACKFILL_ROWS)  # migration 12, one batch
-        assert len(pauses) == math.ceil(chunks / 7) + compaction + folds
+        unit_batches = math.ceil(documents / store_units.UNITS_REBUILD_DOCUMENTS)  # 14
+        assert len(pauses) == math.ceil(chunks / 7) + compaction + folds + unit_batches
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "chunks_fts_content" not in tables
         assert (

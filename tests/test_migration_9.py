@@ -22,8 +22,9 @@ from semantic_fixtures import build_tiny_model
 import rag_service
 from helpers.config import Config
 from helpers.extract.blocks import Location
+from helpers.lexical import units as lexical_units
 from helpers.semantic import generations
-from helpers.store import backfill, index_db
+from helpers.store import backfill, index_db, units
 from helpers.store.codec import (
     child_location,
     pack_child_location,
@@ -113,6 +114,11 @@ def test_the_encodings_are_shorter_decode_exactly_and_tell_schema_8_rows_apart()
     assert isinstance(pack_section_text("budget " * 100), bytes)
 
 
+def _documents(db: Path) -> int:
+    with closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM documents").fetchone()[0])
+
+
 def test_a_schema_8_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     synced: Config, tmp_path: Path, monkeypatch
 ) -> None:
@@ -137,12 +143,16 @@ def test_a_schema_8_index_migrates_in_batches_to_what_a_fresh_sync_stores(
     monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 3)
     monkeypatch.setattr(backfill, "COMPACT_CHUNK_ROWS", 7)
     monkeypatch.setattr(backfill.time, "sleep", pauses.append)
+    monkeypatch.setattr(units, "UNITS_REBUILD_BATCH_S", 60.0)  # batches by count here
     with closing(index_db.open_index(old.db_path)) as conn:
         assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION
         assert not backfill.compact_backfill_pending(conn)
         conn.execute("VACUUM")
     folds = math.ceil(chunks / backfill.FOLD_BACKFILL_ROWS)  # migration 12's, one batch here
-    assert len(pauses) == math.ceil(sections / 3) + math.ceil(chunks / 7) + folds  # one per batch
+    documents = _documents(old.db_path)
+    unit_batches = math.ceil(documents / units.UNITS_REBUILD_DOCUMENTS)  # migration 14's
+    # one per batch
+    assert len(pauses) == math.ceil(sections / 3) + math.ceil(chunks / 7) + folds + unit_batches
     assert _stored(old.db_path) == fresh
     assert _answers(old) == answers
     assert old.db_path.stat().st_size < size
@@ -156,6 +166,9 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
     synced: Config, tmp_path: Path, monkeypatch
 ) -> None:
     answers, fresh = _answers(synced), _stored(synced.db_path)
+    with monkeypatch.context() as patch:  # as the units channel answers while they are rebuilt
+        patch.setattr(lexical_units, "rebuild_pending", lambda _: True)
+        answers_without_units = _answers(synced)
     old = _schema_8_copy(synced, tmp_path / "old")
     schema_8 = _stored(old.db_path)
     # a schema-8 index served read-only is read as it is, never migrated (READABLE_FROM_VERSION)
@@ -182,7 +195,8 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
     assert stored["sections"][:4] == fresh["sections"][:4]
     assert stored["sections"][4:] == schema_8["sections"][4:]
     assert stored["chunks"] == schema_8["chunks"]
-    assert _answers(old) == answers  # compact and schema-8 rows side by side
+    # compact and schema-8 rows side by side; migration 14's units come after them
+    assert _answers(old) == answers_without_units
 
     monkeypatch.setattr(backfill.time, "sleep", killed_at(2))
     monkeypatch.setattr(backfill, "COMPACT_SECTION_ROWS", 10_000)
@@ -192,7 +206,7 @@ def test_a_half_converted_index_reads_the_same_and_a_killed_compaction_resumes(
     assert stored["sections"] == fresh["sections"]
     assert stored["chunks"][:25] == fresh["chunks"][:25]
     assert stored["chunks"][25:] == schema_8["chunks"][25:]
-    assert _answers(old) == answers
+    assert _answers(old) == answers_without_units
 
     monkeypatch.setattr(backfill.time, "sleep", lambda _s: None)
     monkeypatch.setattr(backfill, "OPEN_BACKFILL_BUDGET_S", 0.0)  # the worker finishes it

@@ -65,7 +65,7 @@ def test_a_version_1_index_upgrades_in_place_and_is_searchable_by_every_channel(
 ) -> None:
     _v1_index(tmp_path / "index.sqlite3").close()
     conn = index_db.open_index(tmp_path / "index.sqlite3")
-    assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
+    assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 15
     names = {tuple(r) for r in conn.execute("SELECT name_key, stem_key, path_key FROM doc_names")}
     assert names == {
         ("sales report 2026 txt", "sales report 2026", "отчеты sales report 2026 txt"),

@@ -174,7 +174,7 @@ def test_a_schema_10_index_upgrades_to_units_equal_to_a_fresh_sync(
             "10",
         )
     with closing(index_db.open_index(old)) as conn:
-        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 15
         assert units.stored_version(conn) == UNIT_TOKENS_VERSION
     assert _units(old) == _units(synced.db_path)
     assert unit_vocab(old) == unit_vocab(synced.db_path)

@@ -156,7 +156,7 @@ def test_a_schema_13_index_upgrades_to_line_languages_equal_to_a_fresh_sync(
         columns = [row[1] for row in conn.execute("PRAGMA table_info(units)")]
         assert "lang_runs" not in columns
     with closing(index_db.open_index(old)) as conn:
-        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 14
+        assert index_db.schema_version(conn) == index_db.SCHEMA_VERSION == 15
         assert units.stored_version(conn) == UNIT_TOKENS_VERSION
     assert _unit_rows(old) == _unit_rows(synced.db_path)
     assert unit_vocab(old) == unit_vocab(synced.db_path)

@@ -55,10 +55,12 @@ def synced(tmp_path: Path) -> Config:
     return synced_written(tmp_path, _write)
 
 
-def test_a_korean_two_word_term_counts_by_character_pairs_not_overlapping_bigrams() -> None:
+def test_a_korean_term_counts_its_words_and_a_japanese_one_its_character_pairs() -> None:
     query = Query.parse("데이터베이스 가져오기")
     assert len(content_tokens(query)) == 8  # 5 + 3 overlapping bigrams: over the gate
-    assert query_terms(query) == 3 + 2
+    assert query_terms(query) == 2  # Korean writes a space between words
+    assert query_terms(Query.parse("데이터베이스 가져오기/내보내기")) == 3  # was 3 + 2 + 2
+    assert query_terms(Query.parse("条件式の作成")) == 3  # no spaces: one word per pair
     assert query_terms(Query.parse("OKT.TILL.BIN, funktion")) == 4  # an identifier's parts
 
 

@@ -19,6 +19,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from helpers.lexical import unit_words
 from helpers.lexical.channels import passage_holds_all
 from helpers.lexical.common import ChannelResult, SearchContext, fts_phrase
 from helpers.lexical.index_terms import LANGUAGE_MIN_SHARE
@@ -38,7 +39,8 @@ from helpers.ranking.constants import (
 )
 from helpers.store.batched import rows_in
 from helpers.store.codec import section_text
-from helpers.store.units import unit_languages
+from helpers.store.units import rebuild_pending, unit_languages
+from helpers.text import cjk
 from helpers.text.unit_tokens import unit_tokens
 
 # Units ranked per query: as deep as a channel's chunk list goes in practice (a keyword query's
@@ -87,20 +89,22 @@ _CACHE_LOCK = threading.Lock()
 def unit_match(
     query: Query, languages: tuple[str, ...], units_holding: Callable[[str], int]
 ) -> str:
-    """The FTS5 query over units_fts: the OR of the query's distinct tokens, its stop words left
+    """The FTS5 query over units_fts: the OR of the query's distinct tokens, each word by the
+    form most units hold (unit_words.query_words; ranked_units searches a word several units
+    hold in several forms by unit_words instead)."""
+    words = unit_words.query_words(_per_language(query, languages), units_holding)
+    forms = (max(word.forms, key=lambda form: form[1])[0] for word in words)
+    return " OR ".join(dict.fromkeys(fts_phrase(form) for form in forms))
+
+
+def _per_language(query: Query, languages: tuple[str, ...]) -> list[list[str]]:
+    """The query's tokens as the units are tokenised in each of `languages`, its stop words left
     out (unless it has only those: a unit that holds none of its content words is no evidence,
-    and the lift would bring it in). A word is tokenised as the units are in each of
-    `languages`, and searched by the form most units hold (`units_holding`): OR-ing its forms
-    would give the form that only a minority language's units hold (a word of the main language
-    left unstemmed in pages identified as another) a high IDF, and those units would win."""
+    and the lift would bring it in). Each word is then searched by every form units hold
+    (unit_words): the form of the main language left unstemmed in pages identified as another
+    is another term there."""
     stops = frozenset(g.text for g in query.groups if g.stop and g not in query.content)
-    per_language = [unit_tokens(query.raw, lang, stops) for lang in languages or ("",)]
-    forms: dict[str, None] = {}
-    for variants in zip(*per_language, strict=True):
-        distinct = list(dict.fromkeys(variants))
-        best = distinct[0] if len(distinct) == 1 else max(distinct, key=units_holding)
-        forms.setdefault(fts_phrase(best), None)
-    return " OR ".join(forms)
+    return [unit_tokens(query.raw, lang, stops) for lang in languages or ("",)]
 
 
 def _units_holding(conn: sqlite3.Connection) -> Callable[[str], int]:
@@ -144,16 +148,24 @@ def index_languages(conn: sqlite3.Connection) -> tuple[str, ...]:
 
 def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int, int, float]]:
     """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
-    applied; none on an index without units (schema older than 11, opened read-only)."""
+    applied; none on an index without units (schema older than 11, opened read-only) or while
+    they are being rebuilt (only some documents have units then)."""
+    if rebuild_pending(ctx.conn):
+        return []
     try:
-        match = unit_match(ctx.query, index_languages(ctx.conn), _units_holding(ctx.conn))
+        words = unit_words.query_words(
+            _per_language(ctx.query, index_languages(ctx.conn)), _units_holding(ctx.conn)
+        )
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
         raise
-    if not match:
+    if not words:
         return []
     where, params = ctx.filters.sql()
+    if any(len(word.forms) > 1 for word in words):
+        return unit_words.ranked_by_words(ctx.conn, words, (where, params), depth)
+    match = " OR ".join(dict.fromkeys(fts_phrase(word.forms[0][0]) for word in words))
     sql = (
         "SELECT f.rowid, u.document_id, f.rank FROM units_fts f JOIN units u ON u.id = f.rowid "
         f"JOIN documents d ON d.id = u.document_id WHERE units_fts MATCH ? AND {where} "
@@ -318,7 +330,16 @@ def query_terms(query: Query) -> int:
     Korean index term (`데이터베이스 가져오기`) counted 8 and was gated out like a description."""
     words = {t for g in query.content if g.kind != "cjk" for t in unit_tokens(g.text, "")}
     runs = {g.text for g in query.content if g.kind == "cjk"}
-    return len(words) + sum(-(-len(run) // CJK_WORD_CHARS) for run in runs)
+    return len(words) + sum(_cjk_words(run) for run in runs)
+
+
+def _cjk_words(run: str) -> int:
+    """The words of a run of CJK characters: Korean writes a space between words, so a run of
+    Hangul is one word with its particles (`데이터베이스`); Chinese and Japanese write none, so
+    one word per CJK_WORD_CHARS characters."""
+    if cjk.is_hangul(run):
+        return 1
+    return -(-len(run) // CJK_WORD_CHARS)
 
 
 def unit_factors(weight: UnitWeight, units: ChannelResult) -> dict[int, float]:

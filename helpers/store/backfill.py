@@ -19,6 +19,7 @@ from typing import Any
 from helpers.store.codec import compact_chunks, compact_sections, section_text
 from helpers.store.connection import write_transaction
 from helpers.store.fold_sql import FOLDED_MARK, ascii_lower, fold_is_stable
+from helpers.store.units import UNITS_REBUILD_KEY, rebuild_batch
 from helpers.text.cjk import index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
@@ -144,6 +145,8 @@ COMPACT_SECTIONS = Resumable(COMPACT_SECTIONS_KEY, _compact_sections_batch)
 COMPACT_CHUNKS = Resumable(COMPACT_CHUNKS_KEY, _compact_chunks_batch)
 # Migration 12: the folded copies SQL can give instead.
 FOLD_CHUNKS = Resumable(FOLD_BACKFILL_KEY, _fold_batch)
+# Migration 14 (and a tokenizer change): every document's units, from its stored sections.
+UNITS_REBUILD = Resumable(UNITS_REBUILD_KEY, rebuild_batch)
 
 
 def _pending(conn: sqlite3.Connection, keys: Sequence[str]) -> bool:

@@ -18,11 +18,12 @@ from helpers.store.backfill import (
     COMPACT_SECTIONS,
     FOLD_CHUNKS,
     TRIGRAM_REBUILD,
+    UNITS_REBUILD,
     Resumable,
     backfill_cjk,
     backfill_hubs,
 )
-from helpers.store.units import rebuild_units
+from helpers.store.units import start_rebuild
 
 
 @dataclass(frozen=True)
@@ -515,8 +516,17 @@ _LINE_LANGUAGES = """
 -- The stemming language of each line of a unit (helpers.text.unit_tokens.encode_runs: '' when
 -- every line has units.lang, else runs 'language*lines'): a unit's tokens are recomputed from
 -- them, never from the language identifier again, when its row of units_fts is deleted.
--- The backfill rebuilds every unit with its lines stemmed each in its own language.
+-- The backfill rebuilds every unit with its lines stemmed each in its own language, batch by
+-- batch (helpers.store.units.start_rebuild).
 ALTER TABLE units ADD COLUMN lang_runs TEXT NOT NULL DEFAULT '';
+"""
+
+
+_UNIT_INSTANCES = """
+-- Each occurrence of a token in units_fts (an fts5vocab table: a view of the FTS5 index, no
+-- rows of its own): how often a unit holds each form of a query word whose forms differ by the
+-- units' languages, so the word is one BM25 term there (helpers.lexical.unit_words).
+CREATE VIRTUAL TABLE IF NOT EXISTS units_instances USING fts5vocab(units_fts, 'instance');
 """
 
 
@@ -534,7 +544,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(11, _UNITS),  # its rows are written by migration 14's backfill
     Migration(12, _FOLD_IN_SQL, resumable=(FOLD_CHUNKS,)),
     MIGRATION_13,
-    Migration(14, _LINE_LANGUAGES, backfill=rebuild_units),
+    Migration(14, _LINE_LANGUAGES, backfill=start_rebuild, resumable=(UNITS_REBUILD,)),
+    Migration(15, _UNIT_INSTANCES),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 # Oldest schema a read-only reader can use as it is: later migrations only add columns and tables
@@ -547,5 +558,6 @@ SCHEMA_VERSION = MIGRATIONS[-1].version
 # helpers.lexical.units, which finds nothing without them; migration 12 changes how chunks.norm
 # is stored, not what it reads as, and this program's connections all register rag_fold;
 # semantic_code_sets and semantic_codes, see helpers.semantic.code_store, which encodes the
-# codes from the vectors without them; units.lang_runs is read only by writers).
+# codes from the vectors without them; units.lang_runs is read only by writers; units_instances,
+# see helpers.lexical.unit_words, which takes a word's best form in a unit without it).
 READABLE_FROM_VERSION = 2

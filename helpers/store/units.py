@@ -9,13 +9,15 @@ first when the unit is the whole document), and stores no copy of that text: a r
 with the FTS5 'delete' command and the same tokens recomputed from the sections still stored,
 so every path that deletes sections calls `drop_units` first (helpers.index.discard,
 helpers.index.document_write). meta 'unit_tokens_version' names the tokenizer the rows were
-written with; `ensure_current` rebuilds the table when it differs.
+written with; `ensure_current` starts a rebuild of the table when it differs, which runs batch by
+batch (helpers.store.backfill.UNITS_REBUILD) with the units channel off until it ends.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -32,6 +34,13 @@ from helpers.text.unit_tokens import (
 )
 
 UNIT_VERSION_KEY = "unit_tokens_version"
+# The meta row of a units rebuild under way: the next document id to give units to.
+UNITS_REBUILD_KEY = "units_rebuild_next"
+# A rebuild transaction gives units to documents until this much time has passed (at least one
+# document, at most UNITS_REBUILD_DOCUMENTS): language identification and stemming take 1-10 ms
+# a page, so a batch holds the write lock well under a second whatever the documents' sizes.
+UNITS_REBUILD_BATCH_S = 0.25
+UNITS_REBUILD_DOCUMENTS = 500
 # The schema unit rows are written at: migration 11 adds the tables, 14 their line languages (an
 # index migrated only part of the way, as tests do, has no rows to keep current).
 UNITS_SCHEMA = 14
@@ -173,14 +182,35 @@ def _section_texts(conn: sqlite3.Connection, doc_id: int) -> list[str]:
     return texts
 
 
-def rebuild_units(conn: sqlite3.Connection) -> None:
-    """Inside a write transaction: every unit of every visible indexed document from its stored
-    sections (migration 14's backfill, and a tokenizer change)."""
+def start_rebuild(conn: sqlite3.Connection) -> None:
+    """Inside a write transaction: drop every unit and its row of units_fts (the whole table at
+    once: rows of an older tokenizer cannot be deleted one by one) and leave the rebuild to
+    UNITS_REBUILD, batch by batch from the first document (migration 14's backfill, and a
+    tokenizer change). Until it ends the units channel is off (rebuild_pending)."""
     conn.execute("INSERT INTO units_fts(units_fts) VALUES ('delete-all')")
     conn.execute("DELETE FROM units")
+    for key, value in ((UNITS_REBUILD_KEY, "0"), (UNIT_VERSION_KEY, str(UNIT_TOKENS_VERSION))):
+        conn.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, value),
+        )
+
+
+def rebuild_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] | None:
+    """Inside a write transaction: the units of the next visible indexed documents from id
+    `first_id` on that have none (a sync since the start wrote its own), for
+    UNITS_REBUILD_BATCH_S; (next id, documents) or None when none is left."""
     docs = conn.execute(
-        "SELECT id, title FROM documents WHERE status != ? ORDER BY id", (_STAGING_STATUS,)
+        "SELECT d.id, d.title FROM documents d WHERE d.id >= ? AND d.status != ? "
+        "AND NOT EXISTS (SELECT 1 FROM units u WHERE u.document_id = d.id) "
+        "ORDER BY d.id LIMIT ?",
+        (first_id, _STAGING_STATUS, UNITS_REBUILD_DOCUMENTS),
     ).fetchall()
+    if not docs:
+        return None
+    started = time.monotonic()
+    done = 0
     for doc_id, title in docs:
         rows = conn.execute(
             "SELECT text, location FROM sections WHERE document_id = ? ORDER BY ordinal",
@@ -189,11 +219,32 @@ def rebuild_units(conn: sqlite3.Connection) -> None:
         if rows:
             sections = [(section_text(text), _place(location)) for text, location in rows]
             write_units(conn, doc_id, prepare_units(title, sections))
-    conn.execute(
-        "INSERT INTO meta(key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-        (UNIT_VERSION_KEY, str(UNIT_TOKENS_VERSION)),
-    )
+        done += 1
+        if time.monotonic() - started >= UNITS_REBUILD_BATCH_S:
+            break
+    return docs[done - 1][0] + 1, done
+
+
+def rebuild_units(conn: sqlite3.Connection) -> None:
+    """Inside a write transaction: every unit of every visible indexed document from its stored
+    sections, at once (tests, and tools that hold the lock anyway)."""
+    start_rebuild(conn)
+    first = 0
+    while (batch := rebuild_batch(conn, first)) is not None:
+        first = batch[0]
+    conn.execute("DELETE FROM meta WHERE key = ?", (UNITS_REBUILD_KEY,))
+
+
+def rebuild_pending(conn: sqlite3.Connection) -> bool:
+    """Whether the units are being rebuilt (start_rebuild): then they cover only some documents,
+    and their BM25 would rank those above the rest."""
+    try:
+        row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (UNITS_REBUILD_KEY,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False
+        raise
+    return row is not None
 
 
 def _place(location: str) -> SectionPlace:
@@ -221,12 +272,12 @@ def stored_version(conn: sqlite3.Connection) -> int | None:
 
 
 def ensure_current(conn: sqlite3.Connection) -> bool:
-    """Rebuild the unit table when its rows were written by another tokenizer version; True
-    when it did (a write transaction of its own)."""
+    """Start a rebuild of the unit table when its rows were written by another tokenizer
+    version (helpers.store.backfill.UNITS_REBUILD finishes it); True when it did."""
     if stored_version(conn) == UNIT_TOKENS_VERSION:
         return False
     with write_transaction(conn):
         if stored_version(conn) == UNIT_TOKENS_VERSION:
             return False
-        rebuild_units(conn)
+        start_rebuild(conn)
     return True
