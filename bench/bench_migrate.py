@@ -4,9 +4,9 @@
 
 Copies the index (never touches the original), opens the copy with index_db.open_index and
 reports every write transaction of the migration and of its batched backfills (migration 8's
-trigram rows, migration 9's compaction): the longest is the longest a cancel_sync or heartbeat
-waits. Then checks the trigram index against the chunks, counts rows left in the old encodings
-and reports the file size before and after a VACUUM.
+trigram rows, migration 9's compaction, migration 14's units): the longest is the longest a
+cancel_sync or heartbeat waits. Then checks the trigram index against the chunks, counts rows
+left in the old encodings and reports the file size before and after a VACUUM.
 """
 
 from __future__ import annotations

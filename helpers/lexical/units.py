@@ -4,11 +4,13 @@ migration 11, helpers.store.units), as evidence for the chunks the other channel
 A keyword query's terms are spread over a page's title, headings and body, so no single chunk
 holds them all and passage-level channels lose to whole-document BM25 (bench/notes/u-lex.md).
 Here the query is the OR of its tokens (helpers.text.unit_tokens: Snowball stems in the
-languages of the index's units, CJK bigrams, Thai words) over units_fts, ranked by FTS5's
-bm25() (Robertson-Walker Okapi BM25, k1 = 1.2, b = 0.75). The ranked units do not compete as
-hits of their own: each unit's rank goes to every chunk of it that another channel found (one
-rank per unit), so a chunk with passage-level and unit-level evidence wins; a unit no other
-channel reached is represented by its first chunk.
+languages of the index's units, CJK bigrams, Thai words) over units_fts, ranked by FTS5's bm25()
+(Robertson-Walker Okapi BM25, k1 = 1.2, b = 0.75); a word the units hold in several forms
+(stemmed in their different languages) is one term over all of them
+(helpers.lexical.unit_words). The ranked units do not compete as hits of their own: each unit's
+rank goes to every chunk of it that another channel found (one rank per unit), so a chunk with
+passage-level and unit-level evidence wins; a unit no other channel reached is represented by
+its first chunk.
 """
 
 from __future__ import annotations
