@@ -24,6 +24,7 @@ from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query
 from helpers.store import backfill, index_db, units
 from helpers.store.open_index import read_conn
+from helpers.store.read_only import connect_read_only
 
 REPO = Path(__file__).resolve().parents[1]
 TOPICS = (
@@ -104,7 +105,9 @@ def test_a_rebuild_runs_in_batches_with_the_channel_off_until_it_ends(
         index_db.open_index(synced.db_path)
     assert _pending(synced.db_path) is not None
     assert len(_unit_rows(synced.db_path)) == 3
-    assert _ranked(synced) == []  # three documents' units would rank only those three
+    with closing(connect_read_only(synced.db_path)) as conn:  # a reader that heals nothing
+        ctx = SearchContext(conn, Query.parse(QUERY), Filters())
+        assert lexical_units.ranked_units(ctx) == []  # three documents' units would rank three
 
     # A sync during the rebuild writes its own units; the rebuild leaves those alone.
     (synced.knowledge_dir / "zinc.md").write_text(
@@ -121,6 +124,27 @@ def test_a_rebuild_runs_in_batches_with_the_channel_off_until_it_ends(
     }
     assert len(_ranked(synced)) == len(TOPICS) - 1
     assert rows != _unit_rows(synced.db_path) and vocab != unit_vocab(synced.db_path)
+
+
+def test_a_search_advances_a_pending_rebuild_when_no_sync_runs(
+    synced: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stale_tokenizer(synced.db_path)
+    monkeypatch.setattr(units, "UNITS_REBUILD_DOCUMENTS", 3)
+    monkeypatch.setattr(units, "UNITS_REBUILD_BATCH_S", 60.0)
+
+    def killed(_: float) -> None:
+        raise _Killed
+
+    monkeypatch.setattr(backfill.time, "sleep", killed)
+    with pytest.raises(_Killed):
+        index_db.open_index(synced.db_path)
+    assert _pending(synced.db_path) is not None
+    monkeypatch.setattr(backfill.time, "sleep", lambda _: None)
+    result = rag_service.search(synced, QUERY, mode="lexical")  # one open budget: all of it
+    assert _pending(synced.db_path) is None
+    assert len({hit.path for hit in result.hits}) > 1
+    assert len(_ranked(synced)) == len(TOPICS)
 
 
 _SLOW_REBUILD = textwrap.dedent(

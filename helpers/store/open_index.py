@@ -27,7 +27,12 @@ from helpers.errors import (
     storage_fault,
 )
 from helpers.store import job_rows
-from helpers.store.backfill import TRIGRAM_REBUILD, run_resumable, trigram_backfill_pending
+from helpers.store.backfill import (
+    TRIGRAM_REBUILD,
+    UNITS_REBUILD,
+    run_resumable,
+    trigram_backfill_pending,
+)
 from helpers.store.index_db import (
     READABLE_FROM_VERSION,
     SCHEMA_VERSION,
@@ -38,6 +43,7 @@ from helpers.store.index_db import (
     schema_version,
 )
 from helpers.store.job_rows import JobView
+from helpers.store.units import rebuild_pending
 
 log = logging.getLogger(__name__)
 
@@ -188,22 +194,25 @@ def read_conn(config: Config) -> sqlite3.Connection:
                 read_only,
             )
         return write_conn(config, "upgrading the index")
-    if not read_only and trigram_backfill_pending(conn):
-        _advance_backfill(config)  # the rows not rebuilt yet are missing from the trigram channels
+    if not read_only and (trigram_backfill_pending(conn) or rebuild_pending(conn)):
+        # The rows not rebuilt yet are missing from the trigram channels; while units are being
+        # rebuilt the units channel is off.
+        _advance_backfill(config)
     return conn
 
 
 def _advance_backfill(config: Config) -> None:
-    """Best effort: one budget of migration 8's trigram rebuild, so searches heal an upgraded
-    index even when no sync runs; a writer holding the lock (a sync, which finishes it) wins."""
+    """Best effort: one budget of migration 8's trigram rebuild and of a units rebuild, so
+    searches heal an upgraded index even when no sync runs; a writer holding the lock (a sync,
+    which finishes them) wins."""
     try:
         conn = connect(config.db_path, busy_timeout_ms=config.busy_timeout_ms)
     except sqlite3.Error:
         return
     try:
-        run_resumable(conn, (TRIGRAM_REBUILD,), bounded=True)
+        run_resumable(conn, (TRIGRAM_REBUILD, UNITS_REBUILD), bounded=True)
     except sqlite3.OperationalError as exc:
-        log.info("trigram backfill left for later: %s", exc)
+        log.info("backfill left for later: %s", exc)
     finally:
         conn.close()
 
