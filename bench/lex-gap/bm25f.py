@@ -86,8 +86,7 @@ if not side.exists():
 conn = labkit.read_index(IDX)
 conn.execute("ATTACH DATABASE ? AS bf", (f"file:{side}?mode=ro",))
 memo: dict = {}
-for name, fn in list(rag_search.LEXICAL_CHANNELS.items()):
-    rag_search.LEXICAL_CHANNELS[name] = labkit.memoised(memo, name, fn)
+labkit.memoise_passage_channels(rag_search, memo)
 STATE: dict = {}
 base_ranked = U.ranked_units
 

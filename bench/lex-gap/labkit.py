@@ -24,10 +24,16 @@ def memoised(memo: dict, name: str, fn: Callable[..., Any]) -> Callable[..., Any
     return run
 
 
-def memoise_channels(rag_search: Any, memo: dict) -> None:
-    """Every lexical channel of rag_search (and the units channel's own name) memoised."""
+def memoise_passage_channels(rag_search: Any, memo: dict) -> None:
+    """Every lexical channel of rag_search but the units channel memoised (a lab script that
+    varies the units channel runs it per variant)."""
     for name, fn in list(rag_search.LEXICAL_CHANNELS.items()):
         rag_search.LEXICAL_CHANNELS[name] = memoised(memo, name, fn)
+
+
+def memoise_channels(rag_search: Any, memo: dict) -> None:
+    """Every lexical channel of rag_search (and the units channel's own name) memoised."""
+    memoise_passage_channels(rag_search, memo)
     rag_search.channel_units = memoised(memo, "units", rag_search.channel_units)
 
 

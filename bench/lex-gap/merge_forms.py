@@ -27,8 +27,7 @@ TOP_K = 30
 golden = labkit.golden(SET)
 conn = labkit.read_index(IDX)
 memo: dict = {}
-for name, fn in list(rag_search.LEXICAL_CHANNELS.items()):
-    rag_search.LEXICAL_CHANNELS[name] = labkit.memoised(memo, name, fn)
+labkit.memoise_passage_channels(rag_search, memo)
 STATE: dict = {"split": 0, "queries": 0}
 base_ranked = U.ranked_units
 N_UNITS = conn.execute("SELECT COUNT(*) FROM units").fetchone()[0]
