@@ -39,9 +39,10 @@ from helpers.ranking.constants import (
     UNIT_TAIL_MIN_DOCUMENTS,
     UNIT_WEIGHT_SPREAD,
 )
+from helpers.store.backfill import units_rebuild_pending
 from helpers.store.batched import rows_in
 from helpers.store.codec import section_text
-from helpers.store.units import rebuild_pending, unit_languages
+from helpers.store.units import unit_languages
 from helpers.text import cjk
 from helpers.text.unit_tokens import unit_tokens
 
@@ -152,7 +153,7 @@ def ranked_units(ctx: SearchContext, depth: int = UNIT_DEPTH) -> list[tuple[int,
     """(unit id, document id, -bm25) best first, ties by unit id, with the search filters
     applied; none on an index without units (schema older than 11, opened read-only) or while
     they are being rebuilt (only some documents have units then)."""
-    if rebuild_pending(ctx.conn):
+    if units_rebuild_pending(ctx.conn):
         return []
     try:
         words = unit_words.query_words(

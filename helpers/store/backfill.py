@@ -165,6 +165,12 @@ def compact_backfill_pending(conn: sqlite3.Connection) -> bool:
     return _pending(conn, (COMPACT_SECTIONS_KEY, COMPACT_CHUNKS_KEY))
 
 
+def units_rebuild_pending(conn: sqlite3.Connection) -> bool:
+    """Whether the units are being rebuilt (helpers.store.units.start_rebuild; a read, no lock):
+    then they cover only some documents, and their BM25 would rank those above the rest."""
+    return _pending(conn, (UNITS_REBUILD_KEY,))
+
+
 def trigram_backfill_left(conn: sqlite3.Connection) -> int:
     """Chunks the trigram rebuild of migration 8 has not reached yet (0 when none is pending)."""
     row = conn.execute("SELECT value FROM meta WHERE key = ?", (TRIGRAM_BACKFILL_KEY,)).fetchone()

@@ -32,6 +32,7 @@ from helpers.store.backfill import (
     UNITS_REBUILD,
     run_resumable,
     trigram_backfill_pending,
+    units_rebuild_pending,
 )
 from helpers.store.index_db import (
     READABLE_FROM_VERSION,
@@ -43,7 +44,6 @@ from helpers.store.index_db import (
     schema_version,
 )
 from helpers.store.job_rows import JobView
-from helpers.store.units import rebuild_pending
 
 log = logging.getLogger(__name__)
 
@@ -194,7 +194,7 @@ def read_conn(config: Config) -> sqlite3.Connection:
                 read_only,
             )
         return write_conn(config, "upgrading the index")
-    if not read_only and (trigram_backfill_pending(conn) or rebuild_pending(conn)):
+    if not read_only and (trigram_backfill_pending(conn) or units_rebuild_pending(conn)):
         # The rows not rebuilt yet are missing from the trigram channels; while units are being
         # rebuilt the units channel is off.
         _advance_backfill(config)

@@ -186,7 +186,8 @@ def start_rebuild(conn: sqlite3.Connection) -> None:
     """Inside a write transaction: drop every unit and its row of units_fts (the whole table at
     once: rows of an older tokenizer cannot be deleted one by one) and leave the rebuild to
     UNITS_REBUILD, batch by batch from the first document (migration 14's backfill, and a
-    tokenizer change). Until it ends the units channel is off (rebuild_pending)."""
+    tokenizer change). Until it ends the units channel is off
+    (helpers.store.backfill.units_rebuild_pending)."""
     conn.execute("INSERT INTO units_fts(units_fts) VALUES ('delete-all')")
     conn.execute("DELETE FROM units")
     for key, value in ((UNITS_REBUILD_KEY, "0"), (UNIT_VERSION_KEY, str(UNIT_TOKENS_VERSION))):
@@ -233,18 +234,6 @@ def rebuild_units(conn: sqlite3.Connection) -> None:
     while (batch := rebuild_batch(conn, first)) is not None:
         first = batch[0]
     conn.execute("DELETE FROM meta WHERE key = ?", (UNITS_REBUILD_KEY,))
-
-
-def rebuild_pending(conn: sqlite3.Connection) -> bool:
-    """Whether the units are being rebuilt (start_rebuild): then they cover only some documents,
-    and their BM25 would rank those above the rest."""
-    try:
-        row = conn.execute("SELECT 1 FROM meta WHERE key = ?", (UNITS_REBUILD_KEY,)).fetchone()
-    except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return False
-        raise
-    return row is not None
 
 
 def _place(location: str) -> SectionPlace:
