@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from helpers.lexical.common import STAGING_RANGE, Filters, not_staging_sql
 from helpers.ranking.constants import SEMANTIC_DEPTH  # rag_search keeps SEMANTIC_DISTINCT of them
 from helpers.semantic.allowed import AllowedRanges
+from helpers.semantic.folder_marks import with_folder_marks
 from helpers.semantic.generations import (
     CACHE_SUBDIR,
     NotReadyError,
@@ -76,7 +77,7 @@ def query_candidates(
         hits = query(
             config.db_path,
             model_dir,
-            query_text,
+            with_folder_marks(conn, query_text),  # the model reads marks as other tokens
             SEMANTIC_DEPTH,
             cache_dir=cache_dir,
             log_path=log_path,
