@@ -23,6 +23,7 @@ from helpers.lexical import units as lexical_units
 from helpers.lexical.common import Filters, SearchContext
 from helpers.lexical.query_terms import Query
 from helpers.store import backfill, index_db, units
+from helpers.store.connection import write_transaction
 from helpers.store.open_index import read_conn
 from helpers.store.read_only import connect_read_only
 
@@ -109,7 +110,9 @@ def test_a_rebuild_runs_in_batches_with_the_channel_off_until_it_ends(
         ctx = SearchContext(conn, Query.parse(QUERY), Filters())
         assert lexical_units.ranked_units(ctx) == []  # three documents' units would rank three
 
-    # A sync during the rebuild writes its own units; the rebuild leaves those alone.
+    # A sync after the killed rebuild finishes it before it reads files, then writes the
+    # changed documents' units as usual (a sync between a batch's read and its write:
+    # test_a_batch_read_before_a_sync_leaves_what_the_sync_wrote).
     (synced.knowledge_dir / "zinc.md").write_text(
         "# Zinc\n\nA smelting furnace for zinc, rewritten.\n", "utf-8"
     )
@@ -145,6 +148,38 @@ def test_a_search_advances_a_pending_rebuild_when_no_sync_runs(
     assert _pending(synced.db_path) is None
     assert len({hit.path for hit in result.hits}) > 1
     assert len(_ranked(synced)) == len(TOPICS)
+
+
+def test_a_batch_read_before_a_sync_leaves_what_the_sync_wrote(
+    synced: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's units are prepared without the write lock; a sync may write in between: the
+    document it rewrote keeps the sync's units, one it is rewriting (staging) gets none."""
+    monkeypatch.setattr(units, "UNITS_REBUILD_BATCH_S", 60.0)
+    with closing(index_db.connect(synced.db_path)) as conn:
+        ids = dict(conn.execute("SELECT path, id FROM documents").fetchall())
+        with write_transaction(conn):
+            units.start_rebuild(conn)
+        batch = units.prepare_rebuild(conn, 0)
+        assert batch is not None and len(batch.documents) == len(TOPICS)
+        with write_transaction(conn):  # what a sync does meanwhile
+            fresh = units.prepare_units("Zinc", [("A zinc furnace, rewritten.", ((), None))])
+            units.write_units(conn, ids["zinc.md"], fresh)
+            conn.execute("UPDATE documents SET status = 'staging' WHERE id = ?", (ids["tin.md"],))
+        with write_transaction(conn):
+            assert units.write_rebuild(conn, batch) == (max(ids.values()) + 1, len(TOPICS))
+        per_doc = dict(
+            conn.execute(
+                "SELECT d.path, COUNT(u.id) FROM documents d "
+                "LEFT JOIN units u ON u.document_id = d.id GROUP BY d.id"
+            ).fetchall()
+        )
+        rewritten = fresh[0].tokens.split()[-1]  # the stem of `rewritten`, in its language
+        zinc = conn.execute(
+            "SELECT COUNT(*) FROM units_fts WHERE units_fts MATCH ?", (f'"{rewritten}"',)
+        ).fetchone()[0]
+    assert per_doc == {f"{metal}.md": 0 if metal == "tin" else 1 for metal in TOPICS}
+    assert zinc == 1  # the sync's unit, not the batch's older text
 
 
 _SLOW_REBUILD = textwrap.dedent(

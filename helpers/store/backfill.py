@@ -19,7 +19,7 @@ from typing import Any
 from helpers.store.codec import compact_chunks, compact_sections, section_text
 from helpers.store.connection import write_transaction
 from helpers.store.fold_sql import FOLDED_MARK, ascii_lower, fold_is_stable
-from helpers.store.units import UNITS_REBUILD_KEY, rebuild_batch
+from helpers.store.units import UNITS_REBUILD_KEY, prepare_rebuild, rebuild_batch, write_rebuild
 from helpers.text.cjk import index_text
 from helpers.text.hubs import hub_score
 from helpers.text.normalize import fold
@@ -30,7 +30,8 @@ TRIGRAM_BACKFILL_ROWS = 2000
 # Opening an index (a tool call, a worker before it claims its job) advances the resumable
 # backfills for at most this long, a few batches (bench/RESULTS.md "Index size, migration 9").
 # The sync worker finishes them after claiming its job, checking for cancel between budgets; a
-# search on a writable index advances the trigram rows too (helpers.store.open_index.read_conn).
+# search on a writable index advances the trigram rows and a units rebuild too
+# (helpers.store.open_index.read_conn).
 OPEN_BACKFILL_BUDGET_S = 2.0
 BACKFILL_PAUSE_S = (
     0.12  # as helpers.index.document_write.BATCH_PAUSE_S: SQLite retries a busy writer per 100 ms
@@ -57,10 +58,14 @@ _Batch = Callable[[sqlite3.Connection, int], "tuple[int, int] | None"]
 @dataclass(frozen=True)
 class Resumable:
     """A rewrite a migration leaves behind: `batch` from the id in meta `key`, which is deleted
-    once no row is left."""
+    once no row is left. With `prepare` and `write`, a batch's slow part (`prepare`, reads only)
+    runs before the write lock and `write` applies it under the lock; `batch` does both when
+    another process moved the cursor in between."""
 
     key: str
     batch: _Batch
+    prepare: Callable[[sqlite3.Connection, int], Any] | None = None
+    write: Callable[[sqlite3.Connection, Any], tuple[int, int]] | None = None
 
 
 def _pages(conn: sqlite3.Connection, sql: str) -> Iterator[list[Any]]:
@@ -146,7 +151,7 @@ COMPACT_CHUNKS = Resumable(COMPACT_CHUNKS_KEY, _compact_chunks_batch)
 # Migration 12: the folded copies SQL can give instead.
 FOLD_CHUNKS = Resumable(FOLD_BACKFILL_KEY, _fold_batch)
 # Migration 14 (and a tokenizer change): every document's units, from its stored sections.
-UNITS_REBUILD = Resumable(UNITS_REBUILD_KEY, rebuild_batch)
+UNITS_REBUILD = Resumable(UNITS_REBUILD_KEY, rebuild_batch, prepare_rebuild, write_rebuild)
 
 
 def _pending(conn: sqlite3.Connection, keys: Sequence[str]) -> bool:
@@ -188,9 +193,15 @@ def _batched(conn: sqlite3.Connection, step: Resumable, budget: float) -> int:
     done = 0
     started = time.monotonic()
     while True:
+        ahead = _read_ahead(conn, step)
         with write_transaction(conn):
             row = conn.execute("SELECT value FROM meta WHERE key = ?", (step.key,)).fetchone()
-            batch = None if row is None else step.batch(conn, int(row[0]))
+            if row is None:
+                batch = None
+            elif ahead is not None and ahead[0] == int(row[0]) and step.write is not None:
+                batch = None if ahead[1] is None else step.write(conn, ahead[1])
+            else:
+                batch = step.batch(conn, int(row[0]))
             if batch is None:
                 conn.execute("DELETE FROM meta WHERE key = ?", (step.key,))
                 return done
@@ -199,6 +210,14 @@ def _batched(conn: sqlite3.Connection, step: Resumable, budget: float) -> int:
         if time.monotonic() - started >= budget:
             return done
         time.sleep(BACKFILL_PAUSE_S)
+
+
+def _read_ahead(conn: sqlite3.Connection, step: Resumable) -> tuple[int, Any] | None:
+    """(cursor, step.prepare of it) read without a lock, or None for a step without one."""
+    if step.prepare is None:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (step.key,)).fetchone()
+    return None if row is None else (int(row[0]), step.prepare(conn, int(row[0])))
 
 
 def run_resumable(

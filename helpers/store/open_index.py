@@ -213,6 +213,8 @@ def _advance_backfill(config: Config) -> None:
         run_resumable(conn, (TRIGRAM_REBUILD, UNITS_REBUILD), bounded=True)
     except sqlite3.OperationalError as exc:
         log.info("backfill left for later: %s", exc)
+    except Exception:  # noqa: BLE001 - a stored row the rebuild cannot read never fails a search
+        log.warning("backfill failed; the search goes on without it", exc_info=True)
     finally:
         conn.close()
 

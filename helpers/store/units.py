@@ -36,9 +36,8 @@ from helpers.text.unit_tokens import (
 UNIT_VERSION_KEY = "unit_tokens_version"
 # The meta row of a units rebuild under way: the next document id to give units to.
 UNITS_REBUILD_KEY = "units_rebuild_next"
-# A rebuild transaction gives units to documents until this much time has passed (at least one
-# document, at most UNITS_REBUILD_DOCUMENTS): language identification and stemming take 1-10 ms
-# a page, so a batch holds the write lock well under a second whatever the documents' sizes.
+# A rebuild batch prepares units (outside the write lock) until this much time has passed (at
+# least one document, at most UNITS_REBUILD_DOCUMENTS); its write then takes a short lock.
 UNITS_REBUILD_BATCH_S = 0.25
 UNITS_REBUILD_DOCUMENTS = 500
 # The schema unit rows are written at: migration 11 adds the tables, 14 their line languages (an
@@ -198,10 +197,21 @@ def start_rebuild(conn: sqlite3.Connection) -> None:
         )
 
 
-def rebuild_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] | None:
-    """Inside a write transaction: the units of the next visible indexed documents from id
-    `first_id` on that have none (a sync since the start wrote its own), for
-    UNITS_REBUILD_BATCH_S; (next id, documents) or None when none is left."""
+@dataclass(frozen=True)
+class RebuildBatch:
+    """The units of the documents from `first_id` on that had none, prepared before the write
+    lock; `next_id` is where the rebuild goes on."""
+
+    first_id: int
+    next_id: int
+    documents: tuple[tuple[int, tuple[PreparedUnit, ...]], ...]
+
+
+def prepare_rebuild(conn: sqlite3.Connection, first_id: int) -> RebuildBatch | None:
+    """Reads only (no lock needed): the units of the next visible indexed documents from id
+    `first_id` on that have none, prepared for UNITS_REBUILD_BATCH_S (at least one document);
+    None when none is left. Language identification and stemming take 1-10 ms a page, so a
+    5,000-page PDF would hold a write lock for seconds if this ran inside it."""
     docs = conn.execute(
         "SELECT d.id, d.title FROM documents d WHERE d.id >= ? AND d.status != ? "
         "AND NOT EXISTS (SELECT 1 FROM units u WHERE u.document_id = d.id) "
@@ -211,19 +221,39 @@ def rebuild_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] | 
     if not docs:
         return None
     started = time.monotonic()
-    done = 0
+    prepared: list[tuple[int, tuple[PreparedUnit, ...]]] = []
     for doc_id, title in docs:
         rows = conn.execute(
             "SELECT text, location FROM sections WHERE document_id = ? ORDER BY ordinal",
             (doc_id,),
         ).fetchall()
-        if rows:
-            sections = [(section_text(text), _place(location)) for text, location in rows]
-            write_units(conn, doc_id, prepare_units(title, sections))
-        done += 1
+        sections = [(section_text(text), _place(location)) for text, location in rows]
+        prepared.append((doc_id, prepare_units(title, sections) if sections else ()))
         if time.monotonic() - started >= UNITS_REBUILD_BATCH_S:
             break
-    return docs[done - 1][0] + 1, done
+    return RebuildBatch(first_id, prepared[-1][0] + 1, tuple(prepared))
+
+
+def write_rebuild(conn: sqlite3.Connection, batch: RebuildBatch) -> tuple[int, int]:
+    """Inside a write transaction: the prepared units of the documents that still need them (a
+    sync since the batch was read wrote its own; a document deleted or being rewritten since
+    gets none); (next id, documents)."""
+    for doc_id, prepared in batch.documents:
+        still_without = conn.execute(
+            "SELECT 1 FROM documents d WHERE d.id = ? AND d.status != ? "
+            "AND NOT EXISTS (SELECT 1 FROM units u WHERE u.document_id = d.id)",
+            (doc_id, _STAGING_STATUS),
+        ).fetchone()
+        if still_without and prepared:
+            write_units(conn, doc_id, prepared)
+    return batch.next_id, len(batch.documents)
+
+
+def rebuild_batch(conn: sqlite3.Connection, first_id: int) -> tuple[int, int] | None:
+    """Inside a write transaction: prepare_rebuild and write_rebuild at once (a caller holding
+    the lock anyway, or one whose read-ahead another process overtook)."""
+    batch = prepare_rebuild(conn, first_id)
+    return None if batch is None else write_rebuild(conn, batch)
 
 
 def rebuild_units(conn: sqlite3.Connection) -> None:
