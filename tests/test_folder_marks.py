@@ -119,3 +119,16 @@ def test_the_folder_is_sampled_across_its_length(tmp_path):
     with closing(sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)) as conn:
         register_fold(conn)
         assert with_folder_marks(conn, "zmena tabulky") == "změna tabulky"
+
+
+def test_a_capital_on_the_first_word_is_sentence_case(tmp_path):
+    # the folder writes the word in lower case only; typed first with a capital it is the same
+    # word, mid-query a capital asks for the folder's capitalised spellings
+    files = {
+        f"n{n}.md": f"# Nápověda {n}\n\nZde se mění formátování buněk {n}.\n" for n in range(6)
+    }
+    config = synced_folder(tmp_path, files)
+    with closing(sqlite3.connect(f"file:{config.db_path}?mode=ro", uri=True)) as conn:
+        register_fold(conn)
+        assert with_folder_marks(conn, "Formatovani bunek") == "Formátování buněk"
+        assert with_folder_marks(conn, "bunek Formatovani") == "buněk Formatovani"

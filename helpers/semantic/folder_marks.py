@@ -64,7 +64,8 @@ def with_folder_marks(conn: sqlite3.Connection, query_text: str) -> str:
     spelled: dict[str, str] = {}
     for typed in unmarked:
         word = typed.lower()
-        form = _folder_spelling(conn, word, id_range, capital=_is_capitalised(typed))
+        capital = _is_capitalised(typed) and (typed != words[0] or words.count(typed) > 1)
+        form = _folder_spelling(conn, word, id_range, capital=capital)
         if form != word:
             spelled[typed] = _cased_as(typed, form)
     if not spelled:
@@ -96,7 +97,8 @@ def _prose_words(text: str) -> list[str]:
 
 def _is_capitalised(token: str) -> bool:
     """`Drive`, not `drive` or `DRIVE`: a capital mid-query is often a name, which the folder
-    writes with its capital too (`Google Drive` beside Czech `dříve`)."""
+    writes with its capital too (`Google Drive` beside Czech `dříve`); the first word's capital
+    is as often the typist's sentence case, and counts every spelling."""
     return token[:1].isupper() and not token[1:].isupper()
 
 
@@ -146,8 +148,9 @@ def _spellings_in(text: str, word: str, *, capital: bool) -> set[str]:
 
 
 def _stretches(id_range: tuple[int, int]) -> list[int]:
+    """The first chunk id of each of STRETCHES equal stretches (fewer in a tiny folder)."""
     low, high = id_range
-    return list(range(low, high + 1, max(1, (high - low + 1) // STRETCHES)))
+    return sorted({low + i * (high - low + 1) // STRETCHES for i in range(STRETCHES)})
 
 
 def _passages_from(conn: sqlite3.Connection, word: str, start: int) -> list[tuple[int, str]]:
