@@ -10,7 +10,6 @@ channels run once per query (memoised), the units channel and fusion per variant
 import json
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -23,10 +22,8 @@ from helpers.store.codec import section_text
 from helpers.store.units import UnitSpan, _unit_text
 from helpers.text.unit_tokens import decode_runs, text_tokens, unit_tokens
 
-SET, IDX, OUT = sys.argv[1:4]
-VARIANTS = sys.argv[4:]
-TOP_K = 30
-golden = labkit.golden(SET)
+SET, IDX, OUT, VARIANTS, golden = labkit.variant_run(sys.argv)
+TOP_K = labkit.TOP_K
 side = Path(f"/tmp/bm25f/{SET}.sqlite3")
 
 
@@ -110,20 +107,10 @@ def ranked_units(ctx, depth=U.UNIT_DEPTH):
 
 U.ranked_units = ranked_units
 
-out = json.load(open(OUT)) if Path(OUT).exists() else {}
-started = time.time()
-for name in VARIANTS:
-    if name in out:
-        continue
-    STATE["w"] = None if name == "base" else float(name)
-    ranks = []
-    for q in golden["queries"]:
-        res = rag_search.search(conn, q["query"], rag_search.SearchOptions(top_k=TOP_K))
-        ranks.append(labkit.relevant_ranks(res, q))
-    out[name] = ranks
-    n = len(golden["queries"])
-    mrr = sum(1 / r[0] for r in ranks if r[0] and r[0] <= 10) / n
-    page = [r[1] for r in ranks]
-    pm = sum(1 / r for r in page if r and r <= 10) / n if any(p is not None for p in page) else -1
-    print(SET, name, round(mrr, 4), round(pm, 4), round(time.time() - started, 1), "s", flush=True)
-    json.dump(out, open(OUT, "w"))
+labkit.run_variants(
+    conn,
+    golden,
+    VARIANTS,
+    OUT,
+    lambda name: STATE.update(w=None if name == "base" else float(name)),
+)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from helpers.eval import metrics as em
@@ -50,6 +52,60 @@ def relevant_ranks(result: Any, query: dict) -> list[int | None]:
             [(x["path"], x["location"]) for x in rel],
         )
     return [doc, unit]
+
+
+def mrr_at_10(ranks: list[list[int | None]]) -> tuple[float, float]:
+    """(document MRR@10, page MRR@10 or -1 for a set without locations) of relevant_ranks rows."""
+    n = len(ranks)
+    doc = sum(1 / r[0] for r in ranks if r[0] and r[0] <= 10) / n
+    pages = [r[1] for r in ranks]
+    if all(p is None for p in pages):
+        return doc, -1.0
+    return doc, sum(1 / p for p in pages if p and p <= 10) / n
+
+
+def run_variants(
+    conn: sqlite3.Connection,
+    golden_set: dict,
+    variants: list[str],
+    out_path: str,
+    select: Callable[[str], Any],
+    extra: Callable[[], list[Any]] = list,
+) -> None:
+    """Each variant not yet in OUT (a JSON of name -> relevant_ranks rows, rewritten after each):
+    `select(name)` sets it up, lexical search of every query to TOP_K, MRR@10 printed with
+    `extra()` and the time so far."""
+    import rag_search  # the scripts put the repo root on sys.path before importing labkit
+
+    path = Path(out_path)
+    out = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    started = time.time()
+    for name in variants:
+        if name in out:
+            continue
+        select(name)
+        ranks = []
+        for q in golden_set["queries"]:
+            res = rag_search.search(conn, q["query"], rag_search.SearchOptions(top_k=TOP_K))
+            ranks.append(relevant_ranks(res, q))
+        out[name] = ranks
+        mrr, pm = mrr_at_10(ranks)
+        took = round(time.time() - started, 1)
+        print(
+            golden_set["name"], name, round(mrr, 4), round(pm, 4), *extra(), took, "s", flush=True
+        )
+        with open(out_path, "w", encoding="utf-8") as handle:
+            json.dump(out, handle)
+
+
+TOP_K = 30  # rag_eval's search_top_k: the depth a lab script ranks to
+
+
+def variant_run(argv: list[str]) -> tuple[str, str, str, list[str], dict]:
+    """`SCRIPT SET IDX OUT VARIANT...` of a script that compares variants: (SET, IDX, OUT,
+    VARIANTS, SET's golden set)."""
+    name, idx, out = argv[1:4]
+    return name, idx, out, argv[4:], golden(name)
 
 
 # Where this session's sets live (bench/build_keyword_eval.py, bench/build_pdf_eval.py output).

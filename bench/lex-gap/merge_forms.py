@@ -6,10 +6,8 @@ searching the form most units hold misses the other language's units. Variant `b
 merged per unit by max or sum, times the word's IDF from the summed document counts."""
 # ruff: noqa: E402, SIM115  (lab script, run from the repo root)
 
-import json
 import math
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -21,10 +19,8 @@ from helpers.lexical import units as U
 from helpers.lexical.common import fts_phrase
 from helpers.text.unit_tokens import unit_tokens
 
-SET, IDX, OUT = sys.argv[1:4]
-VARIANTS = sys.argv[4:]
-TOP_K = 30
-golden = labkit.golden(SET)
+SET, IDX, OUT, VARIANTS, golden = labkit.variant_run(sys.argv)
+TOP_K = labkit.TOP_K
 conn = labkit.read_index(IDX)
 memo: dict = {}
 labkit.memoise_passage_channels(rag_search, memo)
@@ -114,32 +110,11 @@ def ranked_units(ctx, depth=U.UNIT_DEPTH):
 
 U.ranked_units = ranked_units
 
-out = json.load(open(OUT)) if Path(OUT).exists() else {}
-started = time.time()
-for name in VARIANTS:
-    if name in out:
-        continue
-    STATE["v"] = name
-    STATE["split"] = 0
-    ranks = []
-    alone = []
-    for q in golden["queries"]:
-        res = rag_search.search(conn, q["query"], rag_search.SearchOptions(top_k=TOP_K))
-        ranks.append(labkit.relevant_ranks(res, q))
-    out[name] = ranks
-    n = len(golden["queries"])
-    mrr = sum(1 / r[0] for r in ranks if r[0] and r[0] <= 10) / n
-    page = [r[1] for r in ranks]
-    pm = sum(1 / r for r in page if r and r <= 10) / n if any(p is not None for p in page) else -1
-    print(
-        SET,
-        name,
-        round(mrr, 4),
-        round(pm, 4),
-        "split",
-        STATE["split"],
-        round(time.time() - started, 1),
-        "s",
-        flush=True,
-    )
-    json.dump(out, open(OUT, "w"))
+labkit.run_variants(
+    conn,
+    golden,
+    VARIANTS,
+    OUT,
+    lambda name: STATE.update(v=name, split=0),
+    lambda: ["split", STATE["split"]],
+)

@@ -29,10 +29,8 @@ from helpers.lexical.query_terms import Query
 from helpers.ranking import fusion
 from helpers.ranking.confidence import coverage
 
-SET, IDX, OUT = sys.argv[1:4]
-VARIANTS = sys.argv[4:]
-TOP_K = 30
-golden = labkit.golden(SET)
+SET, IDX, OUT, VARIANTS, golden = labkit.variant_run(sys.argv)
+TOP_K = labkit.TOP_K
 conn = labkit.read_index(IDX)
 memo: dict = {}
 
