@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -313,3 +314,20 @@ def copy_of(db: Path, target: Path) -> Path:
         source.close()
         dest.close()
     return out
+
+
+def child_processes() -> list[tuple[int, list[bytes]]]:
+    """(pid, argv) of every child of this test process, found through /proc: a thread or child
+    that ends while the listing is read is skipped (a worker's reader thread comes and goes)."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            children = (task / "children").read_text().split()
+        except FileNotFoundError:
+            continue
+        for pid in children:
+            try:
+                found.append((int(pid), Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")))
+            except FileNotFoundError:
+                continue
+    return found

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from conftest import make_config, write_corpus
 from secret_fixtures import SECRETS
-from semantic_fixtures import EVAL_DIR, REAL_MODEL_DIR, add_document, real_sentences
+from semantic_fixtures import (
+    EVAL_DIR,
+    REAL_MODEL_DIR,
+    add_document,
+    child_processes,
+    real_sentences,
+)
 
 import rag_service
 import semantic_worker
@@ -89,20 +95,11 @@ def semantic_children(ignore: frozenset[int] = frozenset()) -> list[int]:
     """Build workers (semantic_worker.py --preload-passages) this test process started, found
     through /proc; `ignore` leaves out those an earlier test left (none should be)."""
     found = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            children = (task / "children").read_text().split()
-        except FileNotFoundError:  # the thread ended since the listing (a worker's reader)
-            continue
-        for pid in children:
-            try:
-                args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except FileNotFoundError:
-                continue
-            if any(a.endswith(b"semantic_worker.py") for a in args) and (
-                b"--preload-passages" in args and alive(int(pid)) and int(pid) not in ignore
-            ):
-                found.append(int(pid))
+    for pid, args in child_processes():
+        if any(a.endswith(b"semantic_worker.py") for a in args) and (
+            b"--preload-passages" in args and alive(pid) and pid not in ignore
+        ):
+            found.append(pid)
     return found
 
 

@@ -14,6 +14,7 @@ from semantic_fixtures import (
     REAL_MODEL_DIR,
     add_document,
     build_tiny_model,
+    child_processes,
     set_chunk_text,
 )
 
@@ -224,11 +225,9 @@ def test_a_cancelled_first_build_leaves_no_generation(
 
 def _kill_worker_children(_done: int, _total: int) -> None:
     """SIGKILL every semantic_worker.py child of this process (found through /proc)."""
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (task / "children").read_text().split():
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-            if b"semantic_worker.py" in cmdline:
-                os.kill(int(pid), signal.SIGKILL)
+    for pid, args in child_processes():
+        if any(a.endswith(b"semantic_worker.py") for a in args):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_killing_the_worker_mid_build_fails_loudly_and_keeps_the_previous_generation(
