@@ -52,7 +52,8 @@ def with_folder_marks(conn: sqlite3.Connection, query_text: str) -> str:
     words = [m.group() for m in _WORD.finditer(query_text)]
     if not words or len(words) > MAX_WORDS:
         return query_text
-    prose = set(_prose_words(query_text))
+    names = _name_starts(query_text)
+    prose = {m.group() for m in _WORD.finditer(query_text) if m.start() not in names}  # no names
     unmarked = [
         typed
         for typed in sorted({w for w in prose if len(w) >= MIN_LETTERS})
@@ -70,7 +71,6 @@ def with_folder_marks(conn: sqlite3.Connection, query_text: str) -> str:
             spelled[typed] = _cased_as(typed, form)
     if not spelled:
         return query_text
-    names = _name_starts(query_text)
     return _WORD.sub(
         lambda m: m.group() if m.start() in names else spelled.get(m.group(), m.group()),
         query_text,
@@ -87,12 +87,6 @@ def _in_name(text: str, start: int, end: int) -> bool:
     return (len(before) == 2 and before[1] in _NAME_JOINERS and before[0].isalnum()) or (
         len(after) == 2 and after[0] in _NAME_JOINERS and after[1].isalnum()
     )
-
-
-def _prose_words(text: str) -> list[str]:
-    """The words of the query that are not parts of a name."""
-    names = _name_starts(text)
-    return [m.group() for m in _WORD.finditer(text) if m.start() not in names]
 
 
 def _is_capitalised(token: str) -> bool:

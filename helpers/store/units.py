@@ -45,6 +45,9 @@ UNITS_REBUILD_DOCUMENTS = 500
 UNITS_SCHEMA = 14
 # Documents whose rows are hidden (a big document being written or discarded): never units.
 _STAGING_STATUS = "staging"
+# A document (`d`) a rebuild gives units to: visible, and none yet (a sync wrote its own); one
+# parameter, _STAGING_STATUS.
+_NEEDS_UNITS = "d.status != ? AND NOT EXISTS (SELECT 1 FROM units u WHERE u.document_id = d.id)"
 
 
 @dataclass(frozen=True)
@@ -199,10 +202,9 @@ def start_rebuild(conn: sqlite3.Connection) -> None:
 
 @dataclass(frozen=True)
 class RebuildBatch:
-    """The units of the documents from `first_id` on that had none, prepared before the write
-    lock; `next_id` is where the rebuild goes on."""
+    """The units of the next documents that had none, prepared before the write lock; `next_id`
+    is where the rebuild goes on."""
 
-    first_id: int
     next_id: int
     documents: tuple[tuple[int, tuple[PreparedUnit, ...]], ...]
 
@@ -213,8 +215,7 @@ def prepare_rebuild(conn: sqlite3.Connection, first_id: int) -> RebuildBatch | N
     None when none is left. Language identification and stemming take 1-10 ms a page, so a
     5,000-page PDF would hold a write lock for seconds if this ran inside it."""
     docs = conn.execute(
-        "SELECT d.id, d.title FROM documents d WHERE d.id >= ? AND d.status != ? "
-        "AND NOT EXISTS (SELECT 1 FROM units u WHERE u.document_id = d.id) "
+        f"SELECT d.id, d.title FROM documents d WHERE d.id >= ? AND {_NEEDS_UNITS} "
         "ORDER BY d.id LIMIT ?",
         (first_id, _STAGING_STATUS, UNITS_REBUILD_DOCUMENTS),
     ).fetchall()
@@ -231,7 +232,7 @@ def prepare_rebuild(conn: sqlite3.Connection, first_id: int) -> RebuildBatch | N
         prepared.append((doc_id, prepare_units(title, sections) if sections else ()))
         if time.monotonic() - started >= UNITS_REBUILD_BATCH_S:
             break
-    return RebuildBatch(first_id, prepared[-1][0] + 1, tuple(prepared))
+    return RebuildBatch(prepared[-1][0] + 1, tuple(prepared))
 
 
 def write_rebuild(conn: sqlite3.Connection, batch: RebuildBatch) -> tuple[int, int]:
@@ -240,8 +241,7 @@ def write_rebuild(conn: sqlite3.Connection, batch: RebuildBatch) -> tuple[int, i
     gets none); (next id, documents)."""
     for doc_id, prepared in batch.documents:
         still_without = conn.execute(
-            "SELECT 1 FROM documents d WHERE d.id = ? AND d.status != ? "
-            "AND NOT EXISTS (SELECT 1 FROM units u WHERE u.document_id = d.id)",
+            f"SELECT 1 FROM documents d WHERE d.id = ? AND {_NEEDS_UNITS}",
             (doc_id, _STAGING_STATUS),
         ).fetchone()
         if still_without and prepared:
